@@ -1,0 +1,35 @@
+# The two set-up commands: `make demo` and `make test` (see README.md).
+# Both install missing Debian packages, configure and build first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test demo bench format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+format:
+	find placer topology probe protocol integrations cmd tests bench sim -name '*.h' -o -name '*.cc' 2>/dev/null | xargs -r clang-format -i
+
+clean:
+	rm -rf $(BUILD)

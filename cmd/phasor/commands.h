@@ -1,0 +1,21 @@
+// The subcommands of the `phasor` executable. Each Add*Command registers one
+// subcommand (with its options and --help) on the top-level app; its callback
+// runs the command; on failure it prints one line to stderr and throws
+// CLI::RuntimeError(exit code), which main() turns into the process status.
+#ifndef PHASOR_CMD_PHASOR_COMMANDS_H_
+#define PHASOR_CMD_PHASOR_COMMANDS_H_
+
+#include "CLI/CLI.hpp"
+
+namespace phasor::cmd {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 2;  // the input (file, JSON, option) is malformed
+inline constexpr int kExitFailure = 1;   // anything else
+
+void AddRankCommand(CLI::App& app);
+
+}  // namespace phasor::cmd
+
+#endif  // PHASOR_CMD_PHASOR_COMMANDS_H_

@@ -1,0 +1,103 @@
+// The circle abstraction of one link (SPEC 3.2-3.4): the jobs' quantized
+// profiles rolled onto one unified circle, and the link score of a choice of
+// shifts.
+//
+// Plain values and pure functions; thread-safe.
+#ifndef PHASOR_PLACER_LINK_SCORE_H_
+#define PHASOR_PLACER_LINK_SCORE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "placer/traffic_profile.h"
+
+namespace phasor::placer {
+
+// One job's demand on a link: its profile times the share of it that crosses
+// the link (0..1).
+struct LinkDemand {
+  const TrafficProfile* profile = nullptr;  // not owned; must outlive the call
+  double share = 1.0;
+};
+
+struct CircleOptions {
+  uint32_t quantum_us = 1000;  // q: the bin width tried first
+  uint64_t max_bins = 1 << 16;  // the unified circle's limit; q doubles until N fits
+};
+
+// The jobs of one link on a common circle of N bins of `quantum_us`.
+// Job j's pattern (B_j bins) repeats N / B_j times around it.
+struct UnifiedCircle {
+  uint32_t quantum_us = 0;  // the quantum used (>= the one asked for)
+  uint64_t bins = 0;        // N = lcm(B_j)
+  std::vector<QuantizedProfile> jobs;
+
+  uint32_t JobBins(size_t j) const { return static_cast<uint32_t>(jobs[j].gbps.size()); }
+};
+
+// Quantizes every demand and builds the circle, coarsening the quantum (doubling
+// it) until N <= max_bins. Requires validated profiles. InvalidArgument if the
+// options are unusable (quantum 0, max_bins 0) or there are no demands;
+// ResourceExhausted if no quantum up to the longest period fits max_bins.
+absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& demands,
+                                                 const CircleOptions& options);
+
+// Total excess (sum over the N bins of max(0, L(k) - C), in Gbit/s x bins) for
+// shifts given in bins (shifts[j] < B_j).
+double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
+                   const std::vector<uint32_t>& shifts);
+
+// score = 1 - (1/N) * sum_k Excess(k) / C (SPEC 3.4); not clipped.
+inline double ScoreFromExcess(double total_excess, uint64_t bins, double capacity_gbps) {
+  return 1.0 - total_excess / (static_cast<double>(bins) * capacity_gbps);
+}
+
+// The link score of `shifts` (in bins) on the circle.
+double LinkScore(const UnifiedCircle& circle, double capacity_gbps,
+                 const std::vector<uint32_t>& shifts);
+
+// The load L(k) over the N bins of the circle for `shifts` (in bins).
+std::vector<double> LoadOnCircle(const UnifiedCircle& circle, const std::vector<uint32_t>& shifts);
+
+// Fast evaluation of one job's shifts against a fixed load on the circle: the
+// inner loop of every solver. Holds each job's pattern tiled to N + B_j values
+// so that a rotation is a contiguous read. Not thread-safe for concurrent
+// mutation of the evaluation counter; cheap to build (O(sum of N + B_j)).
+class CircleEvaluator {
+ public:
+  CircleEvaluator(const UnifiedCircle& circle, double capacity_gbps);
+
+  const UnifiedCircle& circle() const { return *circle_; }
+  double capacity_gbps() const { return cap_; }
+  uint64_t bins() const { return circle_->bins; }
+  uint32_t JobBins(size_t j) const { return circle_->JobBins(j); }
+
+  // load[k] += D_j[(k - s) mod N] for every k.
+  void AddJob(size_t j, uint32_t shift, std::vector<double>& load) const;
+
+  // sum_k max(0, load[k] + D_j[(k - s) mod N] - C); stops early and returns a
+  // value above `bound` once the partial sum exceeds it.
+  double ExcessWith(const std::vector<double>& load, size_t j, uint32_t shift, double bound);
+
+  // sum_k max(0, load[k] - C).
+  double Excess(const std::vector<double>& load);
+
+  // Bin evaluations made so far (the work done).
+  uint64_t evaluations() const { return evaluations_; }
+
+ private:
+  const double* Rotated(size_t j, uint32_t shift) const {
+    return tiled_[j].data() + JobBins(j) - shift;
+  }
+
+  const UnifiedCircle* circle_;
+  double cap_;
+  std::vector<std::vector<double>> tiled_;
+  std::vector<double> zeros_;
+  uint64_t evaluations_ = 0;
+};
+
+}  // namespace phasor::placer
+
+#endif  // PHASOR_PLACER_LINK_SCORE_H_

@@ -1,0 +1,53 @@
+// The shift solver of one link (SPEC 3.5): the shifts that maximise the link
+// score, found by exhaustive search when the search space is small and by
+// coordinate descent with restarts otherwise.
+//
+// Stateless and thread-safe: every call owns its scratch space.
+#ifndef PHASOR_PLACER_SHIFT_SOLVER_H_
+#define PHASOR_PLACER_SHIFT_SOLVER_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "placer/link_score.h"
+
+namespace phasor::placer {
+
+struct ShiftSolverOptions {
+  // The exhaustive search runs when it costs at most this many bin
+  // evaluations (configurations left after the invariances x N).
+  uint64_t exact_max_evaluations = 10'000'000;
+  // Heuristic: random starting points tried after the greedy one.
+  uint32_t restarts = 4;
+  // Heuristic: a descent stops after this many sweeps over the jobs.
+  uint32_t max_sweeps = 32;
+  // Seed of the restarts' random starting points (results are deterministic).
+  uint64_t seed = 0x9e3779b97f4a7c15ULL;
+};
+
+struct LinkSolution {
+  std::vector<uint32_t> shifts;  // per job, in bins of the circle's quantum, < B_j
+  double total_excess = 0;        // sum_k Excess(k) at `shifts`
+  double score = 0;               // SPEC 3.4 score at `shifts`
+  // True only when `shifts` are proven optimal: the exhaustive search ran, or
+  // the heuristic reached a lower bound no choice of shifts can beat.
+  bool exact = false;
+  uint64_t evaluations = 0;  // bin evaluations spent (the work done)
+};
+
+// Maximises the score of `circle` at `capacity_gbps` (> 0). `fixed[j]`, when
+// set, is a shift (in bins, < B_j) job j must keep (a pinned job); `fixed` is
+// empty or has one entry per job. Without fixed jobs, job 0 gets shift 0 (the
+// score is invariant to a common rotation).
+LinkSolution SolveLink(const UnifiedCircle& circle, double capacity_gbps,
+                       const std::vector<std::optional<uint32_t>>& fixed,
+                       const ShiftSolverOptions& options);
+
+// The number of bin evaluations the exhaustive search would take.
+uint64_t ExactSearchCost(const UnifiedCircle& circle,
+                         const std::vector<std::optional<uint32_t>>& fixed);
+
+}  // namespace phasor::placer
+
+#endif  // PHASOR_PLACER_SHIFT_SOLVER_H_

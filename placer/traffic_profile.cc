@@ -1,0 +1,121 @@
+#include "placer/traffic_profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace phasor::placer {
+
+absl::Status ValidateProfile(const TrafficProfile& p) {
+  if (p.period_us == 0) {
+    return absl::InvalidArgumentError("period_us: must be a positive number of microseconds");
+  }
+  if (p.square.has_value()) {
+    if (!p.gbps.empty()) {
+      return absl::InvalidArgumentError("gbps: give either gbps or square, not both");
+    }
+    const SquareWave& s = *p.square;
+    if (s.up_us > p.period_us) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("square.up_us: ", s.up_us, " exceeds period_us ", p.period_us));
+    }
+    if (s.start_us >= p.period_us) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("square.start_us: ", s.start_us, " must be below period_us ", p.period_us));
+    }
+    if (!std::isfinite(s.up_gbps) || s.up_gbps < 0) {
+      return absl::InvalidArgumentError("square.up_gbps: must be a finite number >= 0");
+    }
+    if (!std::isfinite(s.down_gbps) || s.down_gbps < 0) {
+      return absl::InvalidArgumentError("square.down_gbps: must be a finite number >= 0");
+    }
+    return absl::OkStatus();
+  }
+  if (p.bin_us == 0) {
+    return absl::InvalidArgumentError("bin_us: must be a positive number of microseconds");
+  }
+  if (p.gbps.empty()) {
+    return absl::InvalidArgumentError("gbps: the profile is empty (give gbps or square)");
+  }
+  const uint64_t expected = (uint64_t{p.period_us} + p.bin_us - 1) / p.bin_us;
+  if (p.gbps.size() != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gbps: has ", p.gbps.size(), " bins, but period_us ", p.period_us,
+                     " / bin_us ", p.bin_us, " needs ", expected));
+  }
+  for (size_t i = 0; i < p.gbps.size(); ++i) {
+    if (!std::isfinite(p.gbps[i]) || p.gbps[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gbps[", i, "]: must be a finite number >= 0, got ", p.gbps[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<DemandSegment> Segments(const TrafficProfile& p) {
+  std::vector<DemandSegment> out;
+  const double period = p.period_us;
+  if (p.square.has_value()) {
+    const SquareWave& s = *p.square;
+    const double begin = s.start_us;
+    const double end = begin + s.up_us;
+    if (end <= period) {
+      if (begin > 0) out.push_back({0, begin, s.down_gbps});
+      if (end > begin) out.push_back({begin, end, s.up_gbps});
+      if (end < period) out.push_back({end, period, s.down_gbps});
+    } else {  // the Up phase wraps around the end of the period
+      out.push_back({0, end - period, s.up_gbps});
+      out.push_back({end - period, begin, s.down_gbps});
+      out.push_back({begin, period, s.up_gbps});
+    }
+    return out;
+  }
+  out.reserve(p.gbps.size());
+  for (size_t k = 0; k < p.gbps.size(); ++k) {
+    const double begin = static_cast<double>(k) * p.bin_us;
+    out.push_back({begin, std::min(period, begin + p.bin_us), p.gbps[k]});
+  }
+  return out;
+}
+
+double MeanGbps(const TrafficProfile& p) {
+  double area = 0;
+  for (const DemandSegment& s : Segments(p)) area += (s.end_us - s.begin_us) * s.gbps;
+  return area / p.period_us;
+}
+
+uint32_t QuantizedPeriodUs(uint32_t period_us, uint32_t quantum_us) {
+  const uint64_t n = (uint64_t{period_us} + quantum_us / 2) / quantum_us;
+  return static_cast<uint32_t>(std::max<uint64_t>(1, n) * quantum_us);
+}
+
+QuantizedProfile Quantize(const TrafficProfile& profile, uint32_t quantum_us, double share) {
+  QuantizedProfile q;
+  q.quantum_us = quantum_us;
+  q.period_us = QuantizedPeriodUs(profile.period_us, quantum_us);
+  q.rounding_error_us = int64_t{q.period_us} - int64_t{profile.period_us};
+  const size_t bins = q.period_us / quantum_us;
+  q.gbps.assign(bins, 0.0);
+
+  // Target bin k covers source time [k * step, (k + 1) * step) with
+  // step = quantum * T / T'; it receives the bytes found there, spread over one
+  // quantum. Segments and target bins are both ordered: one merge pass.
+  const double step = static_cast<double>(quantum_us) * profile.period_us / q.period_us;
+  const std::vector<DemandSegment> segments = Segments(profile);
+  size_t k = 0;
+  for (const DemandSegment& seg : segments) {
+    double t = seg.begin_us;
+    while (t < seg.end_us && k < bins) {
+      const double bin_end = (k + 1 == bins) ? profile.period_us : (k + 1) * step;
+      const double end = std::min(seg.end_us, bin_end);
+      q.gbps[k] += (end - t) * seg.gbps;
+      t = end;
+      if (end >= bin_end) ++k;
+    }
+  }
+  for (double& v : q.gbps) v = v * share / quantum_us;
+  return q;
+}
+
+}  // namespace phasor::placer

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages phasor builds, tests and runs with.
+# Idempotent and non-interactive: packages already present are not touched,
+# and `apt-get update` runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  clang clang-format
+  # placer, topology, CLI
+  libboost-graph-dev libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
+  # protocol and daemon
+  libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
+  python3 python3-zmq python3-protobuf
+  # probes
+  dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or install them yourself) and try again" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

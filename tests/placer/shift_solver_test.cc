@@ -1,0 +1,253 @@
+#include "placer/shift_solver.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "placer/link_score.h"
+
+namespace phasor::placer {
+namespace {
+
+constexpr uint32_t kQ = 1000;
+
+TrafficProfile SquareProfile(uint32_t bins, uint32_t up_bins, double gbps, uint32_t start = 0) {
+  TrafficProfile p;
+  p.period_us = bins * kQ;
+  p.square = SquareWave{.up_us = up_bins * kQ, .up_gbps = gbps, .start_us = start * kQ};
+  return p;
+}
+
+TrafficProfile ArrayProfile(std::vector<double> gbps) {
+  TrafficProfile p;
+  p.period_us = static_cast<uint32_t>(gbps.size()) * kQ;
+  p.bin_us = kQ;
+  p.gbps = std::move(gbps);
+  return p;
+}
+
+UnifiedCircle Circle(const std::vector<TrafficProfile>& profiles) {
+  std::vector<LinkDemand> demands;
+  for (const TrafficProfile& p : profiles) demands.push_back({&p, 1.0});
+  auto circle = BuildUnifiedCircle(demands, CircleOptions{.quantum_us = kQ, .max_bins = 1 << 16});
+  EXPECT_TRUE(circle.ok()) << circle.status();
+  return *std::move(circle);
+}
+
+// The score by the definition of SPEC 3.4, written independently of the
+// library: L(k) = sum_j d_j[(k - s_j) mod B_j] over k < N = lcm(B_j).
+double ScoreByDefinition(const std::vector<std::vector<double>>& d, double cap,
+                         const std::vector<uint32_t>& s) {
+  uint64_t n = 1;
+  for (const auto& dj : d) n = std::lcm(n, dj.size());
+  double excess = 0;
+  for (uint64_t k = 0; k < n; ++k) {
+    double load = 0;
+    for (size_t j = 0; j < d.size(); ++j) {
+      const int64_t b = static_cast<int64_t>(d[j].size());
+      load += d[j][((static_cast<int64_t>(k) - s[j]) % b + b) % b];
+    }
+    excess += std::max(0.0, load - cap);
+  }
+  return 1.0 - excess / (static_cast<double>(n) * cap);
+}
+
+// Brute force over every shift of every job but the first (a common rotation
+// does not change the score).
+double BruteForceBest(const std::vector<std::vector<double>>& d, double cap) {
+  std::vector<uint32_t> s(d.size(), 0);
+  double best = -1e300;
+  std::function<void(size_t)> rec = [&](size_t j) {
+    if (j == d.size()) {
+      best = std::max(best, ScoreByDefinition(d, cap, s));
+      return;
+    }
+    for (uint32_t v = 0; v < d[j].size(); ++v) {
+      s[j] = v;
+      rec(j + 1);
+    }
+  };
+  rec(1);
+  return best;
+}
+
+std::vector<std::vector<double>> Patterns(const UnifiedCircle& c) {
+  std::vector<std::vector<double>> d;
+  for (const auto& j : c.jobs) d.push_back(j.gbps);
+  return d;
+}
+
+TEST(SolveLinkTest, OracleEqualPeriodSquareWavesAtCapacity) {
+  // Two jobs, equal T, demand C during an Up fraction u: best = 1 - max(0, 2u - 1).
+  const double cap = 50;
+  for (uint32_t up : {10u, 30u, 50u, 60u, 75u, 90u, 100u}) {
+    const TrafficProfile a = SquareProfile(100, up, cap);
+    const TrafficProfile b = SquareProfile(100, up, cap, 17);
+    const UnifiedCircle circle = Circle({a, b});
+    const LinkSolution sol = SolveLink(circle, cap, {}, ShiftSolverOptions{});
+    const double u = up / 100.0;
+    EXPECT_NEAR(sol.score, 1 - std::max(0.0, 2 * u - 1), 1e-12) << "up fraction " << u;
+    EXPECT_TRUE(sol.exact);
+    EXPECT_NEAR(LinkScore(circle, cap, sol.shifts), sol.score, 1e-12);
+  }
+}
+
+TEST(SolveLinkTest, OracleUpPhasesThatFitTogetherScoreOne) {
+  const double cap = 40;
+  // Equal periods, Up phases of 45 + 55 bins in 100.
+  {
+    const UnifiedCircle c = Circle({SquareProfile(100, 45, 40), SquareProfile(100, 55, 40)});
+    const LinkSolution sol = SolveLink(c, cap, {}, ShiftSolverOptions{});
+    EXPECT_DOUBLE_EQ(sol.score, 1.0);
+    EXPECT_DOUBLE_EQ(LinkScore(c, cap, sol.shifts), 1.0);
+  }
+  // Periods 100 and 200: job a's Up (30 bins) twice on the circle, job b's 40 in a 70-bin gap.
+  {
+    const UnifiedCircle c = Circle({SquareProfile(100, 30, 40), SquareProfile(200, 40, 40)});
+    EXPECT_EQ(c.bins, 200u);
+    const LinkSolution sol = SolveLink(c, cap, {}, ShiftSolverOptions{});
+    EXPECT_DOUBLE_EQ(sol.score, 1.0);
+    EXPECT_TRUE(sol.exact);
+  }
+}
+
+TEST(SolveLinkTest, OracleLoneJob) {
+  const TrafficProfile a = ArrayProfile({80, 20, 60, 0, 50});
+  const UnifiedCircle c = Circle({a});
+  const LinkSolution sol = SolveLink(c, 50, {}, ShiftSolverOptions{});
+  // 1 - mean(max(0, d - C)) / C = 1 - ((30 + 10) / 5) / 50
+  EXPECT_DOUBLE_EQ(sol.score, 1 - (40.0 / 5) / 50);
+  EXPECT_TRUE(sol.exact);
+  for (uint32_t s = 0; s < 5; ++s) EXPECT_DOUBLE_EQ(LinkScore(c, 50, {s}), sol.score);
+}
+
+TEST(SolveLinkTest, ScoreGoesBelowZeroWhenExcessExceedsCapacity) {
+  const UnifiedCircle c = Circle({ArrayProfile({100, 100}), ArrayProfile({100, 100})});
+  const LinkSolution sol = SolveLink(c, 50, {}, ShiftSolverOptions{});
+  EXPECT_DOUBLE_EQ(sol.score, 1 - 150.0 / 50);  // excess 150 in every bin
+}
+
+TEST(SolveLinkTest, FixedShiftsAreKept) {
+  const TrafficProfile a = SquareProfile(10, 5, 10);
+  const TrafficProfile b = SquareProfile(10, 5, 10);
+  const TrafficProfile c = SquareProfile(10, 3, 10);
+  const UnifiedCircle circle = Circle({a, b, c});
+  // a at 0 and b at 2 are pinned: they overlap on 3 bins whatever c does.
+  const LinkSolution sol = SolveLink(circle, 10, {0u, 2u, std::nullopt}, ShiftSolverOptions{});
+  EXPECT_EQ(sol.shifts[0], 0u);
+  EXPECT_EQ(sol.shifts[1], 2u);
+  EXPECT_TRUE(sol.exact);
+  // Best c avoids both: a+b busy on [0,7); c's 3 bins fit in [7,10).
+  EXPECT_EQ(sol.shifts[2], 7u);
+  EXPECT_NEAR(sol.score, 1 - (3 * 10.0) / (10 * 10.0), 1e-12);
+}
+
+TEST(SolveLinkTest, ExactCostUsesTheInvariances) {
+  const UnifiedCircle two = Circle({ArrayProfile(std::vector<double>(4, 1)),
+                                    ArrayProfile(std::vector<double>(6, 1))});
+  // N = 12, job b ranges over gcd(4, 6) = 2 shifts: 24 = B_a * B_b evaluations.
+  EXPECT_EQ(ExactSearchCost(two, {}), 24u);
+  const UnifiedCircle three = Circle({ArrayProfile(std::vector<double>(4, 1)),
+                                      ArrayProfile(std::vector<double>(6, 1)),
+                                      ArrayProfile(std::vector<double>(9, 1))});
+  // N = 36; ranges gcd(4,6) = 2 and gcd(12, 9) = 3: 2 * 3 * 36 = 216 = 4 * 6 * 9.
+  EXPECT_EQ(ExactSearchCost(three, {}), 216u);
+}
+
+// A random profile: an array of random demand with idle stretches, or a square wave.
+TrafficProfile RandomProfile(std::mt19937_64& rng, uint32_t bins, double peak) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  if (unit(rng) < 0.5) {
+    const uint32_t up = std::uniform_int_distribution<uint32_t>(1, bins)(rng);
+    const uint32_t start = std::uniform_int_distribution<uint32_t>(0, bins - 1)(rng);
+    return SquareProfile(bins, up, peak * (0.3 + 0.7 * unit(rng)), start);
+  }
+  std::vector<double> gbps(bins);
+  const double idle = unit(rng);
+  for (double& g : gbps) g = unit(rng) < idle ? 0.0 : peak * unit(rng);
+  return ArrayProfile(std::move(gbps));
+}
+
+uint32_t RandomBins(std::mt19937_64& rng, size_t jobs) {
+  // Two jobs: any period up to 60 bins. Three: periods from a set with small
+  // common multiples, so that the brute force stays affordable.
+  static const uint32_t kFriendly[] = {2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 60};
+  if (jobs == 2) return std::uniform_int_distribution<uint32_t>(1, 60)(rng);
+  return kFriendly[std::uniform_int_distribution<size_t>(0, std::size(kFriendly) - 1)(rng)];
+}
+
+TEST(SolveLinkTest, MatchesBruteForceOnRandomSmallInstances) {
+  std::mt19937_64 rng(20241129);
+  int exact_count = 0;
+  for (int instance = 0; instance < 1200; ++instance) {
+    const size_t jobs = instance % 3 == 0 ? 3 : 2;
+    std::vector<TrafficProfile> profiles;
+    for (size_t j = 0; j < jobs; ++j) profiles.push_back(RandomProfile(rng, RandomBins(rng, jobs), 40));
+    const double cap = std::uniform_real_distribution<double>(15, 60)(rng);
+    const UnifiedCircle circle = Circle(profiles);
+    const LinkSolution sol = SolveLink(circle, cap, {}, ShiftSolverOptions{});
+    const double brute = BruteForceBest(Patterns(circle), cap);
+    ASSERT_NEAR(sol.score, brute, 1e-9) << "instance " << instance;
+    ASSERT_NEAR(ScoreByDefinition(Patterns(circle), cap, sol.shifts), sol.score, 1e-9)
+        << "instance " << instance << ": the shifts do not achieve the score";
+    ASSERT_EQ(sol.shifts.size(), jobs);
+    for (size_t j = 0; j < jobs; ++j) ASSERT_LT(sol.shifts[j], circle.JobBins(j));
+    exact_count += sol.exact;
+  }
+  EXPECT_EQ(exact_count, 1200);
+}
+
+TEST(SolveLinkTest, HeuristicNeverBeatsTheOptimumAndReportsItsShiftsHonestly) {
+  std::mt19937_64 rng(7);
+  int optimal = 0, proven = 0;
+  const int kInstances = 300;
+  for (int instance = 0; instance < kInstances; ++instance) {
+    const size_t jobs = instance % 2 == 0 ? 3 : 2;
+    std::vector<TrafficProfile> profiles;
+    for (size_t j = 0; j < jobs; ++j) profiles.push_back(RandomProfile(rng, RandomBins(rng, jobs), 40));
+    const double cap = std::uniform_real_distribution<double>(15, 60)(rng);
+    const UnifiedCircle circle = Circle(profiles);
+    ShiftSolverOptions heuristic;
+    heuristic.exact_max_evaluations = 0;  // force coordinate descent
+    const LinkSolution sol = SolveLink(circle, cap, {}, heuristic);
+    const double brute = BruteForceBest(Patterns(circle), cap);
+    ASSERT_LE(sol.score, brute + 1e-9);
+    ASSERT_NEAR(ScoreByDefinition(Patterns(circle), cap, sol.shifts), sol.score, 1e-9);
+    if (sol.exact) {
+      ++proven;
+      ASSERT_NEAR(sol.score, brute, 1e-9) << "claimed exact but is not optimal";
+    }
+    optimal += std::abs(sol.score - brute) < 1e-9;
+  }
+  // Descent with restarts finds the optimum of nearly every small instance.
+  EXPECT_GE(optimal, kInstances * 95 / 100);
+  EXPECT_GT(proven, 0);
+}
+
+TEST(BuildUnifiedCircleTest, CoarsensTheQuantumUntilTheCircleFits) {
+  // Periods of 101 and 103 ms: lcm = 10403 bins at 1 ms; max_bins 4000 forces 2 ms
+  // (51 and 52 bins: lcm 2652).
+  const TrafficProfile a = SquareProfile(101, 10, 10);
+  const TrafficProfile b = SquareProfile(103, 10, 10);
+  auto c = BuildUnifiedCircle({{&a, 1.0}, {&b, 1.0}}, {.quantum_us = 1000, .max_bins = 4000});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->quantum_us, 2000u);
+  EXPECT_EQ(c->bins, 2652u);
+  EXPECT_EQ(c->jobs[0].rounding_error_us, 1000);   // 101 ms -> 102 ms
+  EXPECT_EQ(c->jobs[1].rounding_error_us, 1000);   // 103 ms -> 104 ms
+  auto fine = BuildUnifiedCircle({{&a, 1.0}, {&b, 1.0}}, {.quantum_us = 1000, .max_bins = 1 << 16});
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->quantum_us, 1000u);
+  EXPECT_EQ(fine->bins, 10403u);
+}
+
+TEST(BuildUnifiedCircleTest, RejectsUnusableOptions) {
+  const TrafficProfile a = SquareProfile(10, 1, 1);
+  EXPECT_EQ(BuildUnifiedCircle({{&a, 1.0}}, {.quantum_us = 0, .max_bins = 10}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildUnifiedCircle({}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace phasor::placer
