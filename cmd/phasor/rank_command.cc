@@ -1,0 +1,168 @@
+// `phasor rank [FILE]`: the JSON contract of SPEC section 5 from a file or
+// stdin to stdout, or a readable report with --format table.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "cmd/phasor/commands.h"
+#include "placer/link_score.h"
+#include "placer/rank_json.h"
+#include "placer/ranker.h"
+
+namespace phasor::cmd {
+namespace {
+
+struct RankFlags {
+  std::string input = "-";
+  std::string format = "json";
+  int width = 72;
+};
+
+[[noreturn]] void Fail(int code, const std::string& message) {
+  std::cerr << "phasor rank: " << message << "\n";
+  throw CLI::RuntimeError(code);
+}
+
+std::string ReadInput(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail(kExitBadInput, "cannot read '" + path + "'");
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One row of `width` cells drawing `values` (one per circle bin) averaged per
+// cell: ' ' idle, then ░▒▓█ by fraction of `full`; '!' where the cell's load
+// exceeds `limit` somewhere.
+std::string Bar(const std::vector<double>& values, double full, double limit, int width) {
+  static const char* kShades[] = {" ", "░", "▒", "▓", "█"};
+  std::string out;
+  const size_t n = values.size();
+  for (int c = 0; c < width; ++c) {
+    const size_t begin = n * c / width, end = std::max(begin + 1, n * (c + 1) / width);
+    double sum = 0, peak = 0;
+    for (size_t k = begin; k < end; ++k) {
+      sum += values[k];
+      peak = std::max(peak, values[k]);
+    }
+    const double mean = sum / static_cast<double>(end - begin);
+    if (peak > limit + 1e-9) {
+      out += "!";
+      continue;
+    }
+    const int level = mean <= 0 ? 0 : std::clamp(static_cast<int>(std::ceil(mean / full * 4)), 1, 4);
+    out += kShades[level];
+  }
+  return out;
+}
+
+void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranking, int width) {
+  std::map<std::string, const placer::Job*> jobs;
+  for (const placer::Job& j : request.jobs) jobs[j.id] = &j;
+  std::map<std::string, const placer::Candidate*> candidates;
+  for (const placer::Candidate& c : request.candidates) candidates[c.id] = &c;
+
+  std::cout << absl::StrFormat("%-4s %-16s %8s %8s %6s %6s\n", "rank", "candidate", "score",
+                               "min", "cycle", "exact");
+  int rank = 0;
+  for (const placer::RankedCandidate& c : ranking.ranked) {
+    std::cout << absl::StrFormat("%-4d %-16s %8.4f %8.4f %6s %6s\n", ++rank, c.candidate, c.score,
+                                 c.min_link_score, c.cycle ? "yes" : "no", c.exact ? "yes" : "no");
+  }
+  for (const placer::RejectedCandidate& r : ranking.rejected) {
+    std::cout << absl::StrFormat("%-4s %-16s rejected: %s\n", "-", r.candidate, r.reason);
+  }
+  for (const placer::RankedCandidate& c : ranking.ranked) {
+    std::cout << "\ncandidate " << c.candidate << ": shifts";
+    for (const auto& [job, shift] : c.shifts_us) {
+      std::cout << absl::StrFormat("  %s=%.1f ms", job, shift / 1000.0);
+    }
+    std::cout << "\n";
+    const placer::Candidate& cand = *candidates.at(c.candidate);
+    for (const placer::LinkResult& l : c.links) {
+      std::cout << absl::StrFormat(
+          "  link %s (%.0f Gbit/s): score %.4f, optimum %.4f, quantum %u us, "
+          "circle %u bins\n",
+          l.id, l.capacity_gbps, l.score, l.optimal_score, l.quantum_us,
+          static_cast<unsigned>(l.circle_bins));
+      // Redraw the circle: load with every job started together, then shifted.
+      std::vector<placer::LinkDemand> demands;
+      for (const std::string& job : l.jobs) {
+        demands.push_back({&jobs.at(job)->profile, cand.links.at(job).at(l.id)});
+      }
+      auto circle = placer::BuildUnifiedCircle(demands, request.options.circle);
+      if (!circle.ok()) continue;
+      std::vector<uint32_t> zero(l.jobs.size(), 0), shifted(l.jobs.size(), 0);
+      for (size_t p = 0; p < l.jobs.size(); ++p) {
+        for (const auto& [job, shift] : c.shifts_us) {
+          if (job == l.jobs[p]) {
+            shifted[p] = static_cast<uint32_t>((shift + circle->quantum_us / 2) / circle->quantum_us %
+                                               circle->JobBins(p));
+          }
+        }
+      }
+      const double cap = l.capacity_gbps;
+      const double before = placer::LinkScore(*circle, cap, zero);
+      std::cout << absl::StrFormat("    one unified period = %.1f ms; '!' = over capacity\n",
+                                   circle->bins * circle->quantum_us / 1000.0);
+      for (const auto& [label, shifts, score] :
+           {std::tuple{"started together", zero, before}, std::tuple{"with phasor", shifted, l.score}}) {
+        std::cout << absl::StrFormat("    %s (score %.4f)\n", label, score);
+        for (size_t p = 0; p < l.jobs.size(); ++p) {
+          std::vector<uint32_t> only(l.jobs.size(), 0);
+          placer::UnifiedCircle one = *circle;
+          // The job's own demand, rotated by its shift.
+          std::vector<double> own(circle->bins, 0.0);
+          const auto& d = circle->jobs[p].gbps;
+          for (uint64_t k = 0; k < circle->bins; ++k) {
+            own[k] = d[(k + d.size() - shifts[p] % d.size()) % d.size()];
+          }
+          std::cout << absl::StrFormat("    %12s |%s|\n", l.jobs[p], Bar(own, cap, 1e300, width));
+        }
+        const std::vector<double> load = placer::LoadOnCircle(*circle, shifts);
+        std::cout << absl::StrFormat("    %12s |%s|\n", "link load", Bar(load, cap, cap, width));
+      }
+    }
+  }
+}
+
+void RunRank(const RankFlags& flags) {
+  if (flags.format != "json" && flags.format != "table") {
+    Fail(kExitBadInput, "--format: must be json or table, got '" + flags.format + "'");
+  }
+  const std::string text = ReadInput(flags.input);
+  absl::StatusOr<placer::RankRequest> request = placer::ParseRankRequest(text);
+  if (!request.ok()) Fail(kExitBadInput, std::string(request.status().message()));
+  const placer::Ranking ranking = placer::Rank(*request);
+  if (flags.format == "table") {
+    PrintTable(*request, ranking, flags.width);
+  } else {
+    std::cout << placer::RankingToJson(ranking).dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void AddRankCommand(CLI::App& app) {
+  auto flags = std::make_shared<RankFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "rank",
+      "Rank candidate placements (SPEC section 5): reads the JSON request from FILE or stdin,\n"
+      "writes {\"ranked\": [...], \"rejected\": [...]} to stdout.");
+  cmd->add_option("FILE", flags->input, "request file; '-' or nothing reads stdin");
+  cmd->add_option("--format", flags->format, "json (the contract) or table (for people)")
+      ->capture_default_str();
+  cmd->add_option("--width", flags->width, "columns of the load drawings with --format table")
+      ->check(CLI::Range(16, 400))
+      ->capture_default_str();
+  cmd->callback([flags] { RunRank(*flags); });
+}
+
+}  // namespace phasor::cmd
