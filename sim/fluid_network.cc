@@ -1,0 +1,368 @@
+#include "sim/fluid_network.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace phasor::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Gbit/s to bits per microsecond.
+constexpr double kBitsPerUsPerGbps = 1e3;
+// Phase ends within this many microseconds of the clock are due now (float
+// rounding of sums of event times).
+constexpr double kTimeSlackUs = 1e-6;
+
+}  // namespace
+
+FluidNetwork::FluidNetwork(std::vector<SimLink> links, FluidNetworkOptions options)
+    : options_(std::move(options)) {
+  links_.resize(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    links_[i].capacity_gbps = links[i].capacity_gbps;
+    links_[i].stats.id = links[i].id;
+    links_[i].stats.capacity_gbps = links[i].capacity_gbps;
+    link_index_.emplace(links[i].id, static_cast<uint32_t>(i));
+  }
+  for (const std::string& id : options_.record_links) {
+    auto it = link_index_.find(id);
+    if (it != link_index_.end() && links_[it->second].record_index < 0) {
+      links_[it->second].record_index = static_cast<int>(series_.size());
+      series_.emplace_back();
+    }
+  }
+  link_flows_.resize(links_.size());
+}
+
+absl::Status FluidNetwork::ValidateLinks(const std::vector<SimLink>& links) {
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < links.size(); ++i) {
+    const std::string field = absl::StrCat("links[", i, "]");
+    if (links[i].id.empty()) return absl::InvalidArgumentError(field + ".id: must not be empty");
+    if (!seen.emplace(links[i].id, i).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".id: '", links[i].id, "' is already links[", seen[links[i].id], "]"));
+    }
+    if (!(links[i].capacity_gbps > 0) || !std::isfinite(links[i].capacity_gbps)) {
+      return absl::InvalidArgumentError(field + ".capacity_gbps: must be > 0");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FluidNetwork::AddJob(const SimJob& job) {
+  const std::string field = absl::StrCat("jobs['", job.id, "']");
+  if (job.id.empty()) return absl::InvalidArgumentError("jobs[].id: must not be empty");
+  if (job_ids_.contains(job.id)) {
+    return absl::InvalidArgumentError(field + ".id: already used by another job");
+  }
+  if (!(job.compute_us >= 0) || !std::isfinite(job.compute_us)) {
+    return absl::InvalidArgumentError(field + ".compute_us: must be >= 0");
+  }
+  if (!(job.comm_bytes >= 0) || !std::isfinite(job.comm_bytes)) {
+    return absl::InvalidArgumentError(field + ".comm_bytes: must be >= 0");
+  }
+  if (!(job.nic_gbps > 0) || !std::isfinite(job.nic_gbps)) {
+    return absl::InvalidArgumentError(field + ".nic_gbps: must be > 0");
+  }
+  if (job.iterations < 1) return absl::InvalidArgumentError(field + ".iterations: must be >= 1");
+  if (job.compute_us == 0 && job.comm_bytes == 0) {
+    return absl::InvalidArgumentError(field + ": compute_us and comm_bytes are both 0");
+  }
+  if (!(job.start_us >= now_us_) || !std::isfinite(job.start_us)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".start_us: ", job.start_us, " is before the clock (", now_us_, ")"));
+  }
+  if (!(job.pace_period_us >= 0) || !std::isfinite(job.pace_period_us)) {
+    return absl::InvalidArgumentError(field + ".pace_period_us: must be >= 0");
+  }
+  JobState state;
+  state.spec = job;
+  for (const auto& [link, share] : job.links) {
+    auto it = link_index_.find(link);
+    if (it == link_index_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".links: link '", link, "' is not defined"));
+    }
+    // A share above 1 is legal here: a link crossed by k hops of a ring
+    // carries k times the job's NIC-level traffic.
+    if (!(share >= 0) || !std::isfinite(share)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".links['", link, "']: share ", share, " must be >= 0"));
+    }
+    if (share > 0) state.links.emplace_back(it->second, share);
+  }
+  state.phase = Phase::kWaiting;
+  state.phase_end_us = job.start_us;
+  state.last_end_us = job.start_us;
+  state.stats_index = job_stats_.size();
+  JobStats stats;
+  stats.id = job.id;
+  stats.start_us = job.start_us;
+  if (options_.keep_iteration_times) stats.iteration_us.reserve(std::min<uint64_t>(job.iterations, 1u << 20));
+  job_stats_.push_back(std::move(stats));
+  job_ids_.emplace(job.id, state.stats_index);
+  jobs_.push_back(std::move(state));
+  ++running_;
+  return absl::OkStatus();
+}
+
+absl::Status FluidNetwork::RemoveJob(const std::string& id) {
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i].spec.id != id) continue;
+    if (jobs_[i].phase == Phase::kComm) rates_dirty_ = true;
+    job_stats_[jobs_[i].stats_index].finish_us = now_us_;
+    jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
+    --running_;
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("job '", id, "' is not running"));
+}
+
+void FluidNetwork::StartIteration(JobState& job, double at_us) {
+  if (job.spec.compute_us > 0) {
+    job.phase = Phase::kCompute;
+    job.phase_end_us = at_us + job.spec.compute_us;
+    return;
+  }
+  job.phase = Phase::kComm;
+  job.remaining_bits = job.spec.comm_bytes * 8;
+  job.rate_gbps = 0;
+  rates_dirty_ = true;
+}
+
+void FluidNetwork::FinishIteration(JobState& job, std::vector<std::string>& completed) {
+  JobStats& stats = job_stats_[job.stats_index];
+  const double iteration = now_us_ - job.last_end_us;
+  stats.iteration_sum_us += iteration;
+  if (options_.keep_iteration_times) stats.iteration_us.push_back(iteration);
+  ++stats.iterations_done;
+  job.last_end_us = now_us_;
+  ++job.done;
+  if (job.done >= job.spec.iterations) {
+    job.phase = Phase::kDone;
+    stats.finish_us = now_us_;
+    stats.finished = true;
+    completed.push_back(job.spec.id);
+    return;
+  }
+  if (job.spec.pace_period_us > 0) {
+    // The next slot at or after now (a slot within the float slack counts as now).
+    const double period = job.spec.pace_period_us;
+    const double n = std::ceil((now_us_ - job.spec.start_us - kTimeSlackUs) / period);
+    const double slot = job.spec.start_us + std::max(0.0, n) * period;
+    if (slot > now_us_ + kTimeSlackUs) {
+      job.phase = Phase::kWaiting;
+      job.phase_end_us = slot;
+      return;
+    }
+  }
+  StartIteration(job, now_us_);
+}
+
+void FluidNetwork::Accumulate(double dt_us) {
+  if (dt_us <= 0) return;
+  for (JobState& job : jobs_) {
+    if (job.phase != Phase::kComm || job.rate_gbps <= 0) continue;
+    const double bits = std::min(job.remaining_bits, job.rate_gbps * kBitsPerUsPerGbps * dt_us);
+    job.remaining_bits -= bits;
+    job_stats_[job.stats_index].bytes_delivered += bits / 8;
+  }
+  for (uint32_t l : active_links_) {
+    LinkState& link = links_[l];
+    if (link.load_gbps <= 0) continue;
+    const double bytes = link.load_gbps * kBitsPerUsPerGbps * dt_us / 8;
+    link.stats.bytes += bytes;
+    link.stats.busy_us += dt_us;
+    if (link.demand_gbps > link.capacity_gbps * (1 + 1e-9)) {
+      link.stats.overload_us += dt_us;
+      link.stats.excess_bytes += bytes;
+    }
+  }
+}
+
+void FluidNetwork::RecomputeRates() {
+  rates_dirty_ = false;
+  for (uint32_t l : active_links_) {
+    links_[l].load_gbps = 0;
+    links_[l].demand_gbps = 0;
+    link_flows_[l].clear();
+  }
+  active_links_.clear();
+  // Progressive filling: every unfrozen flow runs at `level`; a link saturates
+  // when frozen load + level * (its unfrozen weight) reaches its capacity.
+  size_t unfrozen = 0;
+  for (uint32_t j = 0; j < jobs_.size(); ++j) {
+    JobState& job = jobs_[j];
+    if (job.phase != Phase::kComm) continue;
+    job.frozen = false;
+    job.rate_gbps = 0;
+    ++unfrozen;
+    for (const auto& [l, share] : job.links) {
+      LinkState& link = links_[l];
+      if (link_flows_[l].empty()) {
+        active_links_.push_back(l);
+        link.residual_gbps = link.capacity_gbps;  // capacity minus frozen load
+        link.unfrozen_weight = 0;
+      }
+      link_flows_[l].push_back(j);
+      link.unfrozen_weight += share;
+      link.demand_gbps += share * job.spec.nic_gbps;
+    }
+  }
+  auto freeze = [&](JobState& job, double rate) {
+    job.frozen = true;
+    job.rate_gbps = rate;
+    --unfrozen;
+    for (const auto& [l, share] : job.links) {
+      links_[l].residual_gbps -= share * rate;
+      links_[l].unfrozen_weight -= share;
+      links_[l].load_gbps += share * rate;
+    }
+  };
+  while (unfrozen > 0) {
+    double level = kInf;
+    for (const JobState& job : jobs_) {
+      if (job.phase == Phase::kComm && !job.frozen) level = std::min(level, job.spec.nic_gbps);
+    }
+    for (uint32_t l : active_links_) {
+      const LinkState& link = links_[l];
+      if (link.unfrozen_weight > 1e-12) {
+        level = std::min(level, std::max(0.0, link.residual_gbps) / link.unfrozen_weight);
+      }
+    }
+    // Saturated links first (their flows freeze at `level`), then NIC caps.
+    for (uint32_t l : active_links_) {
+      LinkState& link = links_[l];
+      if (link.unfrozen_weight <= 1e-12) continue;
+      if (link.residual_gbps - level * link.unfrozen_weight > link.capacity_gbps * 1e-12) continue;
+      for (uint32_t j : link_flows_[l]) {
+        if (!jobs_[j].frozen) freeze(jobs_[j], level);
+      }
+    }
+    for (JobState& job : jobs_) {
+      if (job.phase == Phase::kComm && !job.frozen && job.spec.nic_gbps <= level * (1 + 1e-12)) {
+        freeze(job, job.spec.nic_gbps);
+      }
+    }
+  }
+  Record();
+}
+
+void FluidNetwork::Record() {
+  if (series_.empty() || now_us_ >= options_.record_to_us) return;
+  for (const LinkState& link : links_) {
+    if (link.record_index < 0) continue;
+    std::vector<LoadPoint>& series = series_[link.record_index];
+    if (now_us_ < options_.record_from_us) {
+      // Only the load in force when the window opens matters.
+      series.assign(1, {options_.record_from_us, link.load_gbps});
+    } else if (!series.empty() && series.back().time_us == now_us_) {
+      series.back().gbps = link.load_gbps;
+    } else if (series.empty() || series.back().gbps != link.load_gbps) {
+      series.push_back({now_us_, link.load_gbps});
+    }
+  }
+}
+
+std::vector<std::string> FluidNetwork::AdvanceUntil(double until_us) {
+  std::vector<std::string> completed;
+  while (true) {
+    if (rates_dirty_) RecomputeRates();
+    double next = until_us;
+    for (const JobState& job : jobs_) {
+      switch (job.phase) {
+        case Phase::kWaiting:
+        case Phase::kCompute:
+          next = std::min(next, job.phase_end_us);
+          break;
+        case Phase::kComm:
+          if (job.rate_gbps > 0) {
+            next = std::min(next, now_us_ + job.remaining_bits / (job.rate_gbps * kBitsPerUsPerGbps));
+          }
+          break;
+        case Phase::kDone:
+          break;
+      }
+    }
+    if (next == kInf) return completed;  // nothing left to happen
+    next = std::max(next, now_us_);
+    Accumulate(next - now_us_);
+    now_us_ = next;
+    ++events_;
+    bool changed = false;
+    for (JobState& job : jobs_) {
+      // A job may move through several phases at one instant (zero compute).
+      for (int guard = 0; guard < 3; ++guard) {
+        if (job.phase == Phase::kWaiting && job.phase_end_us <= now_us_ + kTimeSlackUs) {
+          StartIteration(job, now_us_);
+          changed = true;
+        } else if (job.phase == Phase::kCompute && job.phase_end_us <= now_us_ + kTimeSlackUs) {
+          job.phase = Phase::kComm;
+          job.remaining_bits = job.spec.comm_bytes * 8;
+          job.rate_gbps = 0;
+          rates_dirty_ = true;
+          changed = true;
+        } else if (job.phase == Phase::kComm &&
+                   job.remaining_bits <= 1e-9 * job.spec.comm_bytes * 8 + 1e-6) {
+          job_stats_[job.stats_index].bytes_delivered += job.remaining_bits / 8;
+          job.remaining_bits = 0;
+          job.rate_gbps = 0;
+          rates_dirty_ = true;
+          FinishIteration(job, completed);
+          changed = true;
+        } else {
+          break;
+        }
+      }
+    }
+    if (changed) {
+      const size_t before = jobs_.size();
+      std::erase_if(jobs_, [](const JobState& job) { return job.phase == Phase::kDone; });
+      running_ -= before - jobs_.size();
+      if (before != jobs_.size()) rates_dirty_ = true;
+    }
+    if (!completed.empty()) {
+      if (rates_dirty_) RecomputeRates();
+      return completed;
+    }
+    if (now_us_ >= until_us) {
+      if (rates_dirty_) RecomputeRates();
+      return completed;
+    }
+  }
+}
+
+void FluidNetwork::RunToCompletion() {
+  while (running_ > 0) {
+    const double before = now_us_;
+    const uint64_t events = events_;
+    AdvanceUntil(kInf);
+    if (now_us_ == before && events_ == events) break;  // nothing can progress
+  }
+}
+
+double FluidNetwork::CurrentRateGbps(const std::string& id) const {
+  for (const JobState& job : jobs_) {
+    if (job.spec.id == id) return job.phase == Phase::kComm ? job.rate_gbps : 0;
+  }
+  return 0;
+}
+
+std::vector<LinkStats> FluidNetwork::link_stats() const {
+  std::vector<LinkStats> out;
+  out.reserve(links_.size());
+  for (const LinkState& link : links_) out.push_back(link.stats);
+  return out;
+}
+
+const std::vector<LoadPoint>& FluidNetwork::load_series(const std::string& link_id) const {
+  static const std::vector<LoadPoint> kEmpty;
+  auto it = link_index_.find(link_id);
+  if (it == link_index_.end() || links_[it->second].record_index < 0) return kEmpty;
+  return series_[links_[it->second].record_index];
+}
+
+}  // namespace phasor::sim
