@@ -1,0 +1,76 @@
+#include "topology/traffic.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "topology/absl_compat.h"
+
+namespace phasor::topology {
+
+absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_view job,
+                                              const std::vector<std::string>& servers) {
+  const Topology& topology = router.topology();
+  // Resolve and collapse repeated servers to their first appearance.
+  std::vector<NodeIndex> ring;
+  absl::flat_hash_set<NodeIndex> seen;
+  for (const std::string& id : servers) {
+    std::optional<NodeIndex> n = topology.FindNode(id);
+    if (!n) return absl::NotFoundError(absl::StrCat("server '", id, "' is not in the topology"));
+    if (!topology.IsServer(*n)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", id, "' is a switch, not a server"));
+    }
+    if (seen.insert(*n).second) ring.push_back(*n);
+  }
+  std::vector<RingHop> hops;
+  if (ring.size() < 2) return hops;
+  hops.reserve(ring.size());
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const NodeIndex src = ring[i];
+    const NodeIndex dst = ring[(i + 1) % ring.size()];
+    const std::string flow_key =
+        absl::StrCat(AsAbsl(job), ":", topology.node(src).id, "->", topology.node(dst).id);
+    absl::StatusOr<std::vector<LinkShare>> links = router.FlowLinkShares(src, dst, flow_key);
+    if (!links.ok()) return links.status();
+    hops.push_back(RingHop{src, dst, *std::move(links)});
+  }
+  return hops;
+}
+
+absl::StatusOr<LinkShareMap> JobLinkShares(const Router& router, std::string_view job,
+                                           const std::vector<std::string>& servers) {
+  absl::StatusOr<std::vector<RingHop>> hops = RingHops(router, job, servers);
+  if (!hops.ok()) return hops.status();
+  absl::flat_hash_map<LinkIndex, double> by_index;
+  for (const RingHop& hop : *hops) {
+    for (const LinkShare& ls : hop.links) by_index[ls.link] += ls.share;
+  }
+  LinkShareMap out;
+  for (const auto& [link, share] : by_index) out.emplace(router.topology().link(link).id, share);
+  return out;
+}
+
+absl::StatusOr<PlacementLinkShares> PlacementShares(const Router& router,
+                                                    const Placement& placement) {
+  PlacementLinkShares out;
+  for (const auto& [job, servers] : placement) {
+    absl::StatusOr<LinkShareMap> shares = JobLinkShares(router, job, servers);
+    if (!shares.ok()) {
+      return absl::Status(shares.status().code(),
+                          absl::StrCat("job '", job, "': ", shares.status().message()));
+    }
+    out.emplace(job, *std::move(shares));
+  }
+  return out;
+}
+
+LinkLoads ToLinkLoads(const PlacementLinkShares& shares) {
+  LinkLoads out;
+  for (const auto& [job, links] : shares) {
+    for (const auto& [link, share] : links) out[link].push_back(JobShare{job, share});
+  }
+  return out;
+}
+
+}  // namespace phasor::topology
