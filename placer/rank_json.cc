@@ -42,12 +42,14 @@ absl::StatusOr<uint64_t> Unsigned(const json& v, const std::string& field, uint6
     if (d >= 0 && d == std::floor(d) && d <= static_cast<double>(max)) return static_cast<uint64_t>(d);
     return Bad(field, absl::StrCat("must be a non-negative integer, got ", v.dump()));
   }
-  if (v.is_number_unsigned()) {
+  if (v.is_number_integer()) {
+    if (!v.is_number_unsigned() && v.get<int64_t>() < 0) {
+      return Bad(field, absl::StrCat("must be >= 0, got ", v.dump()));
+    }
     const uint64_t u = v.get<uint64_t>();
     if (u > max) return Bad(field, absl::StrCat("must be at most ", max, ", got ", u));
     return u;
   }
-  if (v.is_number_integer()) return Bad(field, absl::StrCat("must be >= 0, got ", v.dump()));
   return Bad(field, absl::StrCat("must be a non-negative integer, got ", v.type_name()));
 }
 

@@ -116,8 +116,6 @@ void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranki
            {std::tuple{"started together", zero, before}, std::tuple{"with phasor", shifted, l.score}}) {
         std::cout << absl::StrFormat("    %s (score %.4f)\n", label, score);
         for (size_t p = 0; p < l.jobs.size(); ++p) {
-          std::vector<uint32_t> only(l.jobs.size(), 0);
-          placer::UnifiedCircle one = *circle;
           // The job's own demand, rotated by its shift.
           std::vector<double> own(circle->bins, 0.0);
           const auto& d = circle->jobs[p].gbps;
