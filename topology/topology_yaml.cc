@@ -1,5 +1,6 @@
 #include "topology/topology_yaml.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <set>
@@ -28,7 +29,7 @@ class YamlReader {
   absl::Status Wrap(const YAML::Node& at, const absl::Status& s) const {
     return absl::Status(s.code(), absl::StrCat(source_, ":", Line(at), ": ", s.message()));
   }
-  static int Line(const YAML::Node& n) { return n.Mark().line + 1; }
+  static int Line(const YAML::Node& n) { return std::max(n.Mark().line, 0) + 1; }
 
   // Every key of `map` must be in `allowed`.
   absl::Status CheckKeys(const YAML::Node& map, std::string_view what,
