@@ -1,0 +1,170 @@
+#include "cmd/phasord/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "yaml-cpp/yaml.h"
+
+namespace phasor::daemon {
+namespace {
+
+template <typename T>
+absl::Status Read(const YAML::Node& node, const std::string& key, T& out) {
+  try {
+    out = node.as<T>();
+  } catch (const YAML::Exception&) {
+    return absl::InvalidArgumentError(absl::StrCat(key, ": wrong type"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsZmqEndpoint(const std::string& e) {
+  return absl::StartsWith(e, "tcp://") || absl::StartsWith(e, "ipc://") || absl::StartsWith(e, "inproc://");
+}
+
+}  // namespace
+
+bool IsLocalEndpoint(const std::string& endpoint) {
+  if (absl::StartsWith(endpoint, "ipc://") || absl::StartsWith(endpoint, "inproc://")) return true;
+  if (!absl::StartsWith(endpoint, "tcp://")) return false;
+  const std::string host = endpoint.substr(6);
+  return absl::StartsWith(host, "127.") || absl::StartsWith(host, "localhost:") ||
+         absl::StartsWith(host, "[::1]:");
+}
+
+absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
+  const std::pair<const char*, const std::string*> endpoints[] = {
+      {"request_endpoint", &o.request_endpoint},
+      {"profile_endpoint", &o.profile_endpoint},
+      {"offset_endpoint", &o.offset_endpoint}};
+  for (const auto& [key, value] : endpoints) {
+    if (!IsZmqEndpoint(*value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, ": '", *value, "' is not a tcp://, ipc:// or inproc:// endpoint"));
+    }
+    if (!o.curve.enabled()) {
+      if (!o.allow_plain) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            key, ": plain socket refused: configure curve (server_secret_key_file, ...) or set "
+                 "allow_plain: true for ipc:// or loopback endpoints"));
+      }
+      if (!IsLocalEndpoint(*value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            key, ": '", *value, "' is not ipc:// or loopback: plain sockets are refused there; configure curve"));
+      }
+    }
+  }
+  if (o.curve.enabled()) {
+    if (o.curve.server_public_key_file.empty()) {
+      return absl::InvalidArgumentError("curve.server_public_key_file: required with server_secret_key_file");
+    }
+    if (o.curve.allowed_clients_file.empty()) {
+      return absl::InvalidArgumentError("curve.allowed_clients_file: required with server_secret_key_file");
+    }
+  }
+  if (!o.metrics_listen.empty() && o.metrics_listen.rfind(':') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics_listen: '", o.metrics_listen, "' is not HOST:PORT"));
+  }
+  if (o.state_path.empty()) return absl::InvalidArgumentError("state_path: must not be empty");
+  if (o.sqlite_synchronous != "normal" && o.sqlite_synchronous != "full") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite_synchronous: '", o.sqlite_synchronous, "' is not normal or full"));
+  }
+  if (o.keep_rankings == 0) return absl::InvalidArgumentError("keep_rankings: must be > 0");
+  if (o.max_message_bytes == 0) return absl::InvalidArgumentError("max_message_bytes: must be > 0");
+  if (o.max_jobs_per_request == 0) return absl::InvalidArgumentError("max_jobs_per_request: must be > 0");
+  if (o.max_links_per_request == 0) return absl::InvalidArgumentError("max_links_per_request: must be > 0");
+  if (o.max_candidates_per_request == 0) {
+    return absl::InvalidArgumentError("max_candidates_per_request: must be > 0");
+  }
+  if (o.solver_threads == 0 || o.solver_threads > 256) {
+    return absl::InvalidArgumentError("solver_threads: must be in 1..256");
+  }
+  if (!(o.min_profile_confidence >= 0 && o.min_profile_confidence <= 1)) {
+    return absl::InvalidArgumentError("min_profile_confidence: must be in 0..1");
+  }
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  bool level_ok = false;
+  for (const char* l : kLevels) level_ok = level_ok || o.log_level == l;
+  if (!level_ok) {
+    return absl::InvalidArgumentError(absl::StrCat("log_level: '", o.log_level, "' is not a spdlog level"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config: not YAML: ", e.what()));
+  }
+  DaemonOptions o;
+  if (root.IsNull()) {
+    if (absl::Status s = ValidateDaemonOptions(o); !s.ok()) return s;
+    return o;
+  }
+  if (!root.IsMap()) return absl::InvalidArgumentError("config: top level must be a mapping");
+  for (const auto& entry : root) {
+    std::string key;
+    try {
+      key = entry.first.as<std::string>();
+    } catch (const YAML::Exception&) {
+      return absl::InvalidArgumentError("config: a key is not a string");
+    }
+    const YAML::Node& v = entry.second;
+    absl::Status s;
+    if (key == "request_endpoint") s = Read(v, key, o.request_endpoint);
+    else if (key == "profile_endpoint") s = Read(v, key, o.profile_endpoint);
+    else if (key == "offset_endpoint") s = Read(v, key, o.offset_endpoint);
+    else if (key == "metrics_listen") s = Read(v, key, o.metrics_listen);
+    else if (key == "allow_plain") s = Read(v, key, o.allow_plain);
+    else if (key == "state_path") s = Read(v, key, o.state_path);
+    else if (key == "sqlite_synchronous") s = Read(v, key, o.sqlite_synchronous);
+    else if (key == "keep_rankings") s = Read(v, key, o.keep_rankings);
+    else if (key == "max_message_bytes") s = Read(v, key, o.max_message_bytes);
+    else if (key == "max_jobs_per_request") s = Read(v, key, o.max_jobs_per_request);
+    else if (key == "max_links_per_request") s = Read(v, key, o.max_links_per_request);
+    else if (key == "max_candidates_per_request") s = Read(v, key, o.max_candidates_per_request);
+    else if (key == "solver_threads") s = Read(v, key, o.solver_threads);
+    else if (key == "min_profile_confidence") s = Read(v, key, o.min_profile_confidence);
+    else if (key == "realign_threshold_us") s = Read(v, key, o.realign_threshold_us);
+    else if (key == "realign_min_interval_ms") s = Read(v, key, o.realign_min_interval_ms);
+    else if (key == "republish_interval_ms") s = Read(v, key, o.republish_interval_ms);
+    else if (key == "log_level") s = Read(v, key, o.log_level);
+    else if (key == "curve") {
+      if (!v.IsMap()) return absl::InvalidArgumentError("curve: must be a mapping");
+      for (const auto& c : v) {
+        const std::string ck = c.first.as<std::string>();
+        const std::string full = "curve." + ck;
+        if (ck == "server_secret_key_file") s = Read(c.second, full, o.curve.server_secret_key_file);
+        else if (ck == "server_public_key_file") s = Read(c.second, full, o.curve.server_public_key_file);
+        else if (ck == "allowed_clients_file") s = Read(c.second, full, o.curve.allowed_clients_file);
+        else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
+        if (!s.ok()) return s;
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(key, ": unknown key"));
+    }
+    if (!s.ok()) return s;
+  }
+  if (absl::Status s = ValidateDaemonOptions(o); !s.ok()) return s;
+  return o;
+}
+
+absl::StatusOr<DaemonOptions> LoadDaemonConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open config file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  absl::StatusOr<DaemonOptions> options = ParseDaemonConfig(buffer.str());
+  if (!options.ok()) {
+    return absl::Status(options.status().code(), absl::StrCat(path, ": ", options.status().message()));
+  }
+  return options;
+}
+
+}  // namespace phasor::daemon

@@ -1,0 +1,89 @@
+// phasord's configuration: one YAML file (docs/phasord.md lists every key),
+// every field with a documented default.
+#ifndef PHASOR_CMD_PHASORD_CONFIG_H_
+#define PHASOR_CMD_PHASORD_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace phasor::daemon {
+
+struct CurveOptions {
+  // The server's key pair (`phasor keygen` writes them). Empty: CURVE off.
+  std::string server_secret_key_file;
+  std::string server_public_key_file;
+  // Client public keys allowed to connect, one Z85 key per line. Required
+  // when CURVE is on; a key not listed is refused and logged.
+  std::string allowed_clients_file;
+
+  bool enabled() const { return !server_secret_key_file.empty(); }
+};
+
+struct DaemonOptions {
+  // ROUTER socket: RankRequest, CommitPlacement, GetOffset, Health.
+  std::string request_endpoint = "tcp://127.0.0.1:7410";
+  // PULL socket: ProfileUpdate from probes.
+  std::string profile_endpoint = "tcp://127.0.0.1:7411";
+  // PUB socket: OffsetUpdate, topic = job id.
+  std::string offset_endpoint = "tcp://127.0.0.1:7412";
+  // Prometheus text metrics at http://<metrics_listen>/metrics; port 0 picks
+  // a free port; empty disables the endpoint.
+  std::string metrics_listen = "127.0.0.1:9464";
+
+  CurveOptions curve;
+  // Without CURVE, sockets are plain only when this is true, and then only on
+  // ipc://, inproc:// or loopback TCP endpoints.
+  bool allow_plain = false;
+
+  // SQLite database holding placements, shifts, epoch, profiles, link scores.
+  std::string state_path = "/var/lib/phasor/phasord.db";
+  // SQLite `synchronous` in WAL mode: "normal" survives a crash of phasord
+  // (kill -9); "full" also survives a power loss, at a cost per write.
+  std::string sqlite_synchronous = "normal";
+  // Rankings kept for CommitPlacement (older ones are pruned).
+  uint64_t keep_rankings = 10000;
+
+  // Limits per message / request; above them the request gets an Error.
+  size_t max_message_bytes = 4u << 20;       // TOO_LARGE
+  uint32_t max_jobs_per_request = 4096;       // LIMIT_EXCEEDED
+  uint32_t max_links_per_request = 65536;     // LIMIT_EXCEEDED
+  uint32_t max_candidates_per_request = 256;  // LIMIT_EXCEEDED
+
+  // Threads solving RankRequests (the sockets run on one more thread).
+  uint32_t solver_threads = 2;
+
+  // ProfileUpdates below this confidence are counted and ignored.
+  double min_profile_confidence = 0.5;
+  // Closed loop (SPEC 7): a job whose observed phase is off its slot by more
+  // than this gets its offset re-sent ...
+  uint32_t realign_threshold_us = 2000;
+  // ... at most once per this interval.
+  uint32_t realign_min_interval_ms = 1000;
+  // Every offset is re-published this often (0: only on change and start).
+  uint32_t republish_interval_ms = 10000;
+
+  // spdlog level: trace, debug, info, warn, error, critical, off.
+  std::string log_level = "info";
+};
+
+// Checks the options (endpoints, security rules, limits); InvalidArgument
+// naming the key.
+absl::Status ValidateDaemonOptions(const DaemonOptions& options);
+
+// Parses YAML text; unknown keys and wrongly typed values are InvalidArgument
+// naming the key. Keys left out keep their defaults. Validates the result.
+absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text);
+
+// Reads and parses a config file.
+absl::StatusOr<DaemonOptions> LoadDaemonConfig(const std::string& path);
+
+// True for ipc://, inproc:// and TCP endpoints on 127.0.0.0/8, [::1] or localhost.
+bool IsLocalEndpoint(const std::string& endpoint);
+
+}  // namespace phasor::daemon
+
+#endif  // PHASOR_CMD_PHASORD_CONFIG_H_

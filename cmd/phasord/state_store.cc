@@ -1,0 +1,254 @@
+#include "cmd/phasord/state_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace phasor::daemon {
+namespace {
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void BindBlob(int i, const std::string& v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  int Step() { return sqlite3_step(stmt_); }
+  int64_t Int(int c) { return sqlite3_column_int64(stmt_, c); }
+  double Double(int c) { return sqlite3_column_double(stmt_, c); }
+  std::string Text(int c) {
+    const void* p = sqlite3_column_blob(stmt_, c);
+    const int n = sqlite3_column_bytes(stmt_, c);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rankings (id INTEGER PRIMARY KEY, created_epoch_us INTEGER NOT NULL,
+                                     reply BLOB NOT NULL, candidates BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS placements (job TEXT PRIMARY KEY, candidate TEXT NOT NULL,
+                                       ranking_id INTEGER NOT NULL, links BLOB NOT NULL,
+                                       committed_epoch_us INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS offsets (job TEXT PRIMARY KEY, origin_epoch_us INTEGER NOT NULL,
+                                    period_us INTEGER NOT NULL, shift_us INTEGER NOT NULL,
+                                    version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS profiles (kind INTEGER NOT NULL, subject TEXT NOT NULL, update_msg BLOB NOT NULL,
+                                     updated_epoch_us INTEGER NOT NULL, PRIMARY KEY (kind, subject));
+CREATE TABLE IF NOT EXISTS link_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, link TEXT NOT NULL,
+                                        at_epoch_us INTEGER NOT NULL, score REAL NOT NULL,
+                                        excess REAL NOT NULL, source TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS link_scores_by_link ON link_scores (link, id);
+)sql";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
+                                                             const std::string& synchronous) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("state_path: cannot open '", path, "': ", msg));
+  }
+  std::unique_ptr<StateStore> store(new StateStore(db));
+  sqlite3_busy_timeout(db, 5000);
+  for (const std::string& sql :
+       {std::string("PRAGMA journal_mode=WAL;"),
+        absl::StrCat("PRAGMA synchronous=", synchronous == "full" ? "FULL" : "NORMAL", ";"),
+        std::string(kSchema)}) {
+    if (absl::Status s = store->Exec(sql); !s.ok()) {
+      return absl::UnavailableError(absl::StrCat("state_path: '", path, "': ", s.message()));
+    }
+  }
+  return store;
+}
+
+StateStore::~StateStore() { sqlite3_close(db_); }
+
+absl::Status StateStore::Exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return absl::UnavailableError(absl::StrCat("sqlite: ", msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StateStore::Error(const std::string& what) const {
+  return absl::UnavailableError(absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::StatusOr<int64_t> StateStore::EpochOr(int64_t initial) {
+  {
+    Statement get(db_, "SELECT value FROM meta WHERE key='epoch_us'");
+    if (!get.ok()) return Error("prepare");
+    if (get.Step() == SQLITE_ROW) return get.Int(0);
+  }
+  Statement put(db_, "INSERT INTO meta (key, value) VALUES ('epoch_us', ?)");
+  if (!put.ok()) return Error("prepare");
+  put.Bind(1, initial);
+  if (put.Step() != SQLITE_DONE) return Error("store epoch");
+  return initial;
+}
+
+absl::Status StateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  {
+    Statement put(db_, "INSERT OR REPLACE INTO rankings (id, created_epoch_us, reply, candidates) VALUES (?,?,?,?)");
+    if (!put.ok()) return Error("prepare");
+    put.Bind(1, static_cast<int64_t>(r.id));
+    put.Bind(2, r.created_epoch_us);
+    put.BindBlob(3, r.reply);
+    put.BindBlob(4, r.candidates);
+    if (put.Step() != SQLITE_DONE) {
+      absl::Status s = Error("store ranking");
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    if (r.id > keep) {
+      Statement prune(db_, "DELETE FROM rankings WHERE id <= ?");
+      prune.Bind(1, static_cast<int64_t>(r.id - keep));
+      prune.Step();
+    }
+  }
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<StoredRanking> StateStore::GetRanking(uint64_t id) {
+  Statement get(db_, "SELECT created_epoch_us, reply, candidates FROM rankings WHERE id = ?");
+  if (!get.ok()) return Error("prepare");
+  get.Bind(1, static_cast<int64_t>(id));
+  if (get.Step() != SQLITE_ROW) {
+    return absl::NotFoundError(absl::StrCat("ranking_id: ranking ", id, " is unknown (never made or pruned)"));
+  }
+  return StoredRanking{id, get.Int(0), get.Text(1), get.Text(2)};
+}
+
+absl::StatusOr<uint64_t> StateStore::MaxRankingId() {
+  Statement get(db_, "SELECT COALESCE(MAX(id), 0) FROM rankings");
+  if (!get.ok() || get.Step() != SQLITE_ROW) return Error("max ranking id");
+  return static_cast<uint64_t>(get.Int(0));
+}
+
+absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
+                                const std::vector<StoredOffset>& offsets,
+                                const std::vector<LinkScoreSample>& samples) {
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](const std::string& what) {
+    absl::Status s = Error(what);
+    (void)Exec("ROLLBACK");
+    return s;
+  };
+  for (const StoredPlacement& p : placements) {
+    Statement put(db_,
+                  "INSERT OR REPLACE INTO placements (job, candidate, ranking_id, links, committed_epoch_us) "
+                  "VALUES (?,?,?,?,?)");
+    put.Bind(1, p.job);
+    put.Bind(2, p.candidate);
+    put.Bind(3, static_cast<int64_t>(p.ranking_id));
+    put.BindBlob(4, p.links);
+    put.Bind(5, p.committed_epoch_us);
+    if (put.Step() != SQLITE_DONE) return fail("store placement");
+  }
+  for (const StoredOffset& o : offsets) {
+    Statement put(db_,
+                  "INSERT OR REPLACE INTO offsets (job, origin_epoch_us, period_us, shift_us, version) "
+                  "VALUES (?,?,?,?,?)");
+    put.Bind(1, o.job);
+    put.Bind(2, o.origin_epoch_us);
+    put.Bind(3, static_cast<int64_t>(o.period_us));
+    put.Bind(4, static_cast<int64_t>(o.shift_us));
+    put.Bind(5, static_cast<int64_t>(o.version));
+    if (put.Step() != SQLITE_DONE) return fail("store offset");
+  }
+  for (const LinkScoreSample& s : samples) {
+    Statement put(db_, "INSERT INTO link_scores (link, at_epoch_us, score, excess, source) VALUES (?,?,?,?,?)");
+    put.Bind(1, s.link);
+    put.Bind(2, s.at_epoch_us);
+    put.Bind(3, s.score);
+    put.Bind(4, s.excess);
+    put.Bind(5, s.source);
+    if (put.Step() != SQLITE_DONE) return fail("store link score");
+  }
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets() {
+  Statement get(db_, "SELECT job, origin_epoch_us, period_us, shift_us, version FROM offsets ORDER BY job");
+  if (!get.ok()) return Error("prepare");
+  std::vector<StoredOffset> out;
+  while (get.Step() == SQLITE_ROW) {
+    out.push_back({get.Text(0), get.Int(1), static_cast<uint32_t>(get.Int(2)), static_cast<uint32_t>(get.Int(3)),
+                   static_cast<uint64_t>(get.Int(4))});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<StoredPlacement>> StateStore::LoadPlacements() {
+  Statement get(db_, "SELECT job, candidate, ranking_id, links, committed_epoch_us FROM placements ORDER BY job");
+  if (!get.ok()) return Error("prepare");
+  std::vector<StoredPlacement> out;
+  while (get.Step() == SQLITE_ROW) {
+    out.push_back({get.Text(0), get.Text(1), static_cast<uint64_t>(get.Int(2)), get.Text(3), get.Int(4)});
+  }
+  return out;
+}
+
+absl::Status StateStore::PutProfile(const StoredProfile& p) {
+  Statement put(db_,
+                "INSERT OR REPLACE INTO profiles (kind, subject, update_msg, updated_epoch_us) VALUES (?,?,?,?)");
+  if (!put.ok()) return Error("prepare");
+  put.Bind(1, static_cast<int64_t>(p.kind));
+  put.Bind(2, p.subject);
+  put.BindBlob(3, p.update);
+  put.Bind(4, p.updated_epoch_us);
+  if (put.Step() != SQLITE_DONE) return Error("store profile");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<StoredProfile>> StateStore::LoadProfiles() {
+  Statement get(db_, "SELECT kind, subject, update_msg, updated_epoch_us FROM profiles ORDER BY kind, subject");
+  if (!get.ok()) return Error("prepare");
+  std::vector<StoredProfile> out;
+  while (get.Step() == SQLITE_ROW) {
+    out.push_back({static_cast<int>(get.Int(0)), get.Text(1), get.Text(2), get.Int(3)});
+  }
+  return out;
+}
+
+absl::Status StateStore::AddLinkScore(const LinkScoreSample& s) { return Commit({}, {}, {s}); }
+
+absl::StatusOr<std::vector<LinkScoreSample>> StateStore::LinkScoreHistory(const std::string& link, int limit) {
+  Statement get(db_,
+                "SELECT link, at_epoch_us, score, excess, source FROM link_scores WHERE link = ? "
+                "ORDER BY id DESC LIMIT ?");
+  if (!get.ok()) return Error("prepare");
+  get.Bind(1, link);
+  get.Bind(2, static_cast<int64_t>(limit));
+  std::vector<LinkScoreSample> out;
+  while (get.Step() == SQLITE_ROW) {
+    out.push_back({get.Text(0), get.Int(1), get.Double(2), get.Double(3), get.Text(4)});
+  }
+  return out;
+}
+
+}  // namespace phasor::daemon

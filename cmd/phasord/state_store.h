@@ -1,0 +1,106 @@
+// phasord's durable state in an embedded SQLite database (WAL mode):
+// epoch, rankings awaiting a commit, placements, offsets (shifts), the latest
+// profile per job and link, and link-score history.
+//
+// Every mutating call is one transaction: when it returns OK the change
+// survives a crash of the process (and, with synchronous "full", a power
+// loss). Not thread-safe: one thread owns a StateStore.
+#ifndef PHASOR_CMD_PHASORD_STATE_STORE_H_
+#define PHASOR_CMD_PHASORD_STATE_STORE_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace phasor::daemon {
+
+struct StoredOffset {
+  std::string job;
+  int64_t origin_epoch_us = 0;
+  uint32_t period_us = 0;
+  uint32_t shift_us = 0;
+  uint64_t version = 0;
+};
+
+struct StoredPlacement {
+  std::string job;
+  std::string candidate;
+  uint64_t ranking_id = 0;
+  std::string links;  // serialized phasor.v1.LinkShares of the job in the candidate
+  int64_t committed_epoch_us = 0;
+};
+
+struct StoredRanking {
+  uint64_t id = 0;
+  int64_t created_epoch_us = 0;
+  std::string reply;       // serialized phasor.v1.RankReply
+  std::string candidates;  // serialized phasor.v1.RankRequest holding only the candidates
+};
+
+struct StoredProfile {
+  int kind = 0;  // phasor.v1.ProfileUpdate.SubjectKind
+  std::string subject;
+  std::string update;  // serialized phasor.v1.ProfileUpdate
+  int64_t updated_epoch_us = 0;
+};
+
+struct LinkScoreSample {
+  std::string link;
+  int64_t at_epoch_us = 0;
+  double score = 1;
+  double excess = 0;   // 1 - score: mean excess over capacity, as a fraction of it
+  std::string source;  // "commit" (predicted) or "probe" (observed)
+};
+
+class StateStore {
+ public:
+  // Opens (creating if needed) the database at `path`; synchronous is
+  // "normal" or "full". Unavailable when SQLite cannot open it.
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path,
+                                                          const std::string& synchronous);
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  // The epoch; when none is stored yet, stores `initial` and returns it.
+  absl::StatusOr<int64_t> EpochOr(int64_t initial);
+
+  absl::Status PutRanking(const StoredRanking& ranking, uint64_t keep);
+  // NotFound when the ranking is unknown (never made, or pruned).
+  absl::StatusOr<StoredRanking> GetRanking(uint64_t id);
+  absl::StatusOr<uint64_t> MaxRankingId();
+
+  // One transaction: placements and offsets replace the jobs' previous ones;
+  // samples are appended.
+  absl::Status Commit(const std::vector<StoredPlacement>& placements,
+                      const std::vector<StoredOffset>& offsets,
+                      const std::vector<LinkScoreSample>& samples);
+
+  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets();
+  absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements();
+
+  absl::Status PutProfile(const StoredProfile& profile);
+  absl::StatusOr<std::vector<StoredProfile>> LoadProfiles();
+
+  absl::Status AddLinkScore(const LinkScoreSample& sample);
+  // The newest `limit` samples of `link`, newest first.
+  absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit);
+
+ private:
+  explicit StateStore(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const std::string& sql);
+  absl::Status Error(const std::string& what) const;
+
+  sqlite3* db_;
+};
+
+}  // namespace phasor::daemon
+
+#endif  // PHASOR_CMD_PHASORD_STATE_STORE_H_

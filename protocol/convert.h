@@ -1,0 +1,51 @@
+// Conversion between the wire messages (protocol/phasor.proto) and the
+// placer's structs (placer/ranker.h). Doubles travel as IEEE doubles, so a
+// round trip is exact.
+//
+// Pure functions; thread-safe.
+#ifndef PHASOR_PROTOCOL_CONVERT_H_
+#define PHASOR_PROTOCOL_CONVERT_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "placer/ranker.h"
+#include "placer/traffic_profile.h"
+#include "protocol/phasor.pb.h"
+
+namespace phasor::protocol {
+
+// Supplies a profile for a job whose RankRequest entry carries none (phasord
+// answers from the latest ProfileUpdate it holds); nullopt when unknown.
+using ProfileLookup = std::function<std::optional<placer::TrafficProfile>(const std::string& job)>;
+
+v1::TrafficProfile ToProto(const placer::TrafficProfile& profile);
+placer::TrafficProfile FromProto(const v1::TrafficProfile& profile);
+
+v1::RankRequest ToProto(const placer::RankRequest& request);
+
+// The placer request of a wire request. A job without a profile takes
+// lookup(job); NotFound ("jobs[2].profile: no profile given and none known
+// for job 'x'") when there is none. Field values are not validated here (that
+// is placer::ValidateRankRequest's job).
+absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
+                                              const ProfileLookup& lookup = nullptr);
+
+// The reply for `ranking` of `request` (request_id and ranking_id left 0).
+// Each shift carries the period it lives on (ShiftPeriodUs).
+v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest& request);
+placer::Ranking FromProto(const v1::RankReply& reply);
+
+// The period a job's shift in `candidate` lives on: its period rounded to the
+// quantum of the first contended link it crosses, or its own period when it
+// crosses none.
+uint32_t ShiftPeriodUs(const placer::RankedCandidate& candidate, const placer::Job& job);
+
+// A probe's profile of a job or link as a placer profile (array form).
+placer::TrafficProfile ProfileFromUpdate(const v1::ProfileUpdate& update);
+
+}  // namespace phasor::protocol
+
+#endif  // PHASOR_PROTOCOL_CONVERT_H_
