@@ -15,6 +15,7 @@ inline constexpr int kExitBadInput = 2;  // the input (file, JSON, option) is ma
 inline constexpr int kExitFailure = 1;   // anything else
 
 void AddRankCommand(CLI::App& app);
+void AddTopologyCommand(CLI::App& app);
 void AddSimulateCommand(CLI::App& app);
 
 }  // namespace phasor::cmd

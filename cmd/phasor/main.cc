@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "phasor 0.1.0");
   app.require_subcommand(1);
   phasor::cmd::AddRankCommand(app);
+  phasor::cmd::AddTopologyCommand(app);
   phasor::cmd::AddSimulateCommand(app);
   try {
     app.parse(argc, argv);
