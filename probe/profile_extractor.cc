@@ -21,12 +21,12 @@ struct Fold {
   std::vector<double> count;
 };
 
-Fold FoldSeries(const std::vector<double>& v, double period, double offset, int bins,
-                double bin_width) {
+Fold FoldSeries(const std::vector<double>& v, size_t begin, size_t end, double period,
+                double offset, int bins, double bin_width) {
   Fold f;
   f.sum.assign(bins, 0.0);
   f.count.assign(bins, 0.0);
-  for (size_t i = 0; i < v.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     if (std::isnan(v[i])) continue;
     double phase = std::fmod(static_cast<double>(i) + 0.5 - offset, period);
     if (phase < 0) phase += period;
@@ -47,6 +47,32 @@ double BetweenVariance(const Fold& f, double mean) {
     s += f.count[b] * d * d;
   }
   return s;
+}
+
+// Consecutive ranges of about `cycles` periods each (the last one absorbs a
+// short remainder). Folding chunk by chunk tolerates a slow phase drift (an
+// iteration time that wanders, a period known to within 1e-4) that would
+// smear a fold over thousands of periods.
+std::vector<std::pair<size_t, size_t>> Chunks(size_t n, double period, double cycles) {
+  const size_t len = std::max<size_t>(1, static_cast<size_t>(std::ceil(cycles * period)));
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t b = 0; b < n; b += len) out.emplace_back(b, std::min(n, b + len));
+  if (out.size() >= 2 && out.back().second - out.back().first < len / 2) {
+    out[out.size() - 2].second = n;
+    out.pop_back();
+  }
+  return out;
+}
+
+// Mean and valid count of v over [begin, end).
+std::pair<double, double> RangeMean(const std::vector<double>& v, size_t begin, size_t end) {
+  double sum = 0, count = 0;
+  for (size_t i = begin; i < end; ++i) {
+    if (std::isnan(v[i])) continue;
+    sum += v[i];
+    count += 1;
+  }
+  return {count > 0 ? sum / count : 0.0, count};
 }
 
 // Sub-bin peak position by a parabola through three points.
@@ -185,9 +211,18 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
     out.reason = "no periodic pattern: no autocorrelation peak";
     return out;
   }
-  size_t peak = peaks.back();
+  // The highest peak, or the smallest submultiple of it that is a peak
+  // nearly as high (the true period when the highest peak is a multiple).
+  size_t peak = peaks.front();
   for (size_t t : peaks) {
-    if (r[t] >= options.harmonic_ratio * best) {
+    if (r[t] == best) peak = t;
+  }
+  const double highest = static_cast<double>(peak);
+  for (size_t t : peaks) {
+    if (t >= peak) break;
+    const double k = std::round(highest / t);
+    if (r[t] >= options.harmonic_ratio * best &&
+        std::abs(k * t - highest) <= std::max(1.5, 0.03 * highest)) {
       peak = t;
       break;
     }
@@ -195,20 +230,43 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
   out.acf_peak = r[peak];
   const double coarse = ParabolicPeak(r, peak);
 
-  // Step 4: epoch folding around the coarse period, then a finer pass.
+  // Step 4a: the autocorrelation peaks at multiples k*T pin T down to
+  // about 1/k bin; double k while the peaks stay clear.
+  double period = coarse;
+  double uncertainty = 0.6;  // bins
+  for (size_t k = 2; k * period + k * uncertainty + 1 < lag_hi; k *= 2) {
+    const double center = k * period;
+    const double window = k * uncertainty + 1;
+    const size_t from = static_cast<size_t>(std::max(1.0, std::floor(center - window)));
+    const size_t to = static_cast<size_t>(std::ceil(center + window));
+    size_t arg = 0;
+    for (size_t t = from; t <= to && t + 1 < r.size(); ++t) {
+      if (std::isnan(r[t])) continue;
+      if (arg == 0 || r[t] > r[arg]) arg = t;
+    }
+    if (arg == 0 || !(r[arg] >= 0.5 * out.acf_peak)) break;
+    period = ParabolicPeak(r, arg) / static_cast<double>(k);
+    uncertainty = 0.6 / static_cast<double>(k);
+  }
+  // Step 4b: epoch folding on a fine grid within that uncertainty, chunk by
+  // chunk.
   const int score_bins = std::max(4, static_cast<int>(std::lround(coarse)));
   auto score = [&](double p) {
-    return BetweenVariance(FoldSeries(v, p, 0.0, score_bins, p / score_bins), mean);
+    double total = 0;
+    for (const auto& [begin, end] : Chunks(n, p, options.fold_cycles)) {
+      const double chunk_mean = RangeMean(v, begin, end).first;
+      total += BetweenVariance(FoldSeries(v, begin, end, p, 0.0, score_bins, p / score_bins),
+                               chunk_mean);
+    }
+    return total;
   };
-  double period = coarse;
-  double best_score = -1;
-  const double lo = std::max(min_lag, coarse - 1.5), hi = coarse + 1.5;
-  for (int pass = 0; pass < 2; ++pass) {
-    const double a = pass == 0 ? lo : std::max(lo, period - 0.01);
-    const double b = pass == 0 ? hi : std::min(hi, period + 0.01);
-    const int steps = pass == 0 ? 300 : 40;
-    for (int s = 0; s <= steps; ++s) {
-      const double p = a + (b - a) * s / steps;
+  {
+    const double lo = std::max(min_lag, period - 1.5 * uncertainty);
+    const double hi = period + 1.5 * uncertainty;
+    double best_score = -1;
+    constexpr int kSteps = 60;
+    for (int s = 0; s <= kSteps; ++s) {
+      const double p = lo + (hi - lo) * s / kSteps;
       const double sc = score(p);
       if (sc > best_score) {
         best_score = sc;
@@ -220,20 +278,56 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
   out.period_us = static_cast<uint32_t>(std::lround(out.period_exact_us));
   const int bins = static_cast<int>((out.period_us + series.bin_us - 1) / series.bin_us);
 
-  // Step 5: confidence from the fold with one phase bin per series bin.
-  const Fold fold = FoldSeries(v, period, 0.0, bins, 1.0);
-  const double r2 = BetweenVariance(fold, mean) / ss;
-  const double chance = valid > 1 ? std::min(1.0, (bins - 1.0) / (valid - 1.0)) : 1.0;
-  out.confidence = chance < 1 ? std::clamp((r2 - chance) / (1 - chance), 0.0, 1.0) : 0.0;
-  if (out.confidence < options.min_confidence) {
+  // Step 5: confidence, chunk by chunk, with one phase bin per series bin.
+  // Under white noise a chunk's R^2 follows Beta((B-1)/2, (m-B)/2); the
+  // search over many periods picks the best of many draws, hence a bar of 5
+  // standard deviations of the (valid-weighted) mean.
+  const auto chunks = Chunks(n, period, options.fold_cycles);
+  double weighted = 0, weight = 0, noise_var = 0;
+  for (const auto& [begin, end] : chunks) {
+    const auto [chunk_mean, m] = RangeMean(v, begin, end);
+    if (m <= bins + 1) continue;
+    double chunk_ss = 0;
+    for (size_t i = begin; i < end; ++i) {
+      if (!std::isnan(v[i])) chunk_ss += (v[i] - chunk_mean) * (v[i] - chunk_mean);
+    }
+    const double chance = (bins - 1.0) / (m - 1.0);
+    double c = 0;
+    if (chunk_ss > 0) {
+      const double r2 =
+          BetweenVariance(FoldSeries(v, begin, end, period, 0.0, bins, 1.0), chunk_mean) / chunk_ss;
+      c = (r2 - chance) / (1 - chance);
+    }
+    const double beta_a = (bins - 1) / 2.0, beta_b = (m - bins) / 2.0;
+    const double sd = std::sqrt(beta_a * beta_b /
+                                ((beta_a + beta_b) * (beta_a + beta_b) * (beta_a + beta_b + 1))) /
+                      (1 - chance);
+    weighted += m * c;
+    noise_var += m * m * sd * sd;
+    weight += m;
+  }
+  if (weight == 0) {
+    out.reason = "no periodic pattern: too few valid bins per period";
+    return out;
+  }
+  out.confidence = std::clamp(weighted / weight, 0.0, 1.0);
+  const double noise_sd = std::sqrt(noise_var) / weight;
+  if (out.confidence < std::max(options.min_confidence, 5 * noise_sd)) {
     out.reason = absl::StrCat("no periodic pattern: best candidate period ", out.period_us,
                               " us explains too little (confidence ", out.confidence, ")");
     return out;
   }
 
+  // The profile comes from the newest chunk: the current shape and phase.
+  const size_t fold_begin = chunks.back().first;
+  const Fold fold = FoldSeries(v, fold_begin, n, period, 0.0, bins, 1.0);
+  const double fold_mean = RangeMean(v, fold_begin, n).first;
+
   // Step 6: two-level fit, start of the longest high run, refold from there.
   std::vector<double> prof(bins, 0.0);
-  for (int b = 0; b < bins; ++b) prof[b] = fold.count[b] > 0 ? fold.sum[b] / fold.count[b] : mean;
+  for (int b = 0; b < bins; ++b) {
+    prof[b] = fold.count[b] > 0 ? fold.sum[b] / fold.count[b] : fold_mean;
+  }
   const auto [mn, mx] = std::minmax_element(prof.begin(), prof.end());
   const double mid = 0.5 * (*mn + *mx);
   double lo_sum = 0, hi_sum = 0;
@@ -261,10 +355,11 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
       run_start = s;
     }
   }
-  const Fold final_fold = FoldSeries(v, period, run_start, bins, 1.0);
+  const Fold final_fold = FoldSeries(v, fold_begin, n, period, run_start, bins, 1.0);
   out.gbps.resize(bins);
   for (int b = 0; b < bins; ++b) {
-    const double bytes = final_fold.count[b] > 0 ? final_fold.sum[b] / final_fold.count[b] : mean;
+    const double bytes =
+        final_fold.count[b] > 0 ? final_fold.sum[b] / final_fold.count[b] : fold_mean;
     out.gbps[b] = bytes * to_gbps;
   }
   out.peak_gbps = *std::max_element(out.gbps.begin(), out.gbps.end());

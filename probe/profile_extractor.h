@@ -8,17 +8,23 @@
 //     bins (NaN) are left out and every lag is normalised by the number of
 //     valid pairs it has.
 //  3. Coarse period: past the first lag where the autocorrelation goes below
-//     zero, the smallest-lag local maximum whose height is at least
-//     `harmonic_ratio` of the highest one (so that multiples of the period
-//     lose to the period itself).
-//  4. Refinement below one bin: epoch folding (the period that maximises the
-//     variance between phase bins of the folded series) on a fine grid around
-//     the coarse period.
-//  5. Confidence: the share of the series' variance the folded mean profile
+//     zero, the highest local maximum, or the smallest submultiple of it that
+//     is a local maximum at least `harmonic_ratio` as high (so that multiples
+//     of the period lose to the period itself).
+//  4. Refinement below one bin: the autocorrelation peaks near k times the
+//     period (k = 2, 4, 8, ... while they stay at least half as high) each
+//     narrow the period down to about 1/k bin; then epoch folding (the
+//     period that maximises the variance between phase bins of the folded
+//     series) on a fine grid within the remaining uncertainty.
+//  5. Confidence: the share of the variance the folded mean profile
 //     explains, corrected for chance (white noise scores about 0), in [0, 1].
-//     Below `min_confidence` the answer is "no periodic pattern".
-//  6. The profile starts at the start of the longest run of high demand: t0
-//     is the newest such iteration start inside the series.
+//     Folds are taken over chunks of `fold_cycles` periods and averaged, so
+//     that a slow phase drift over a long series does not erase the pattern.
+//     Below `min_confidence`, or below 5 standard deviations of what white
+//     noise scores for this length, the answer is "no periodic pattern".
+//  6. The profile is the fold of the newest chunk, rotated to start at the
+//     start of its longest run of high demand; t0 is the newest such
+//     iteration start inside the series.
 //
 // Pure functions, thread-safe.
 #ifndef PHASOR_PROBE_PROFILE_EXTRACTOR_H_
@@ -42,13 +48,14 @@ struct BinnedSeries {
 };
 
 struct ExtractorOptions {
-  double min_confidence = 0.25;   // below: "no periodic pattern"
+  double min_confidence = 0.1;    // below (or within noise): "no periodic pattern"
   double min_cycles = 3.0;        // the series must span this many periods
   uint32_t min_period_us = 0;     // 0: two bins
   uint32_t max_period_us = 0;     // 0: no limit beyond min_cycles
   double idle_gbps = 0.001;       // mean rate below which a series is idle
   double max_gap_fraction = 0.5;  // more missing bins than this: no answer
   double harmonic_ratio = 0.85;   // see step 3
+  double fold_cycles = 32;        // periods per fold chunk (steps 4b-6)
 };
 
 struct ExtractedProfile {
