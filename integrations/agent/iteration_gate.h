@@ -1,0 +1,91 @@
+// The training-loop agent (SPEC section 7): call Wait() at the top of every
+// iteration. The gate subscribes to its job's OffsetUpdates, asks phasord
+// with GetOffset (so a late joiner is never lost), and holds the iteration
+// until the job's next slot origin + shift + n * period:
+//   - once: only the first iteration after an offset arrives (or changes, or
+//     is re-sent by phasord's closed loop) waits; then the job runs free
+//     (Cassini's behaviour);
+//   - pace: every iteration waits for its slot, so drift never accumulates
+//     (set the period slightly above the job's natural one).
+// Fail open: without an offset, the gate never blocks longer than
+// fail_open_ms in total, and then lets every iteration through at once until
+// an offset arrives.
+//
+// Not thread-safe: one gate per training process, called from its loop.
+#ifndef PHASOR_INTEGRATIONS_AGENT_ITERATION_GATE_H_
+#define PHASOR_INTEGRATIONS_AGENT_ITERATION_GATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "integrations/client/client.h"
+#include "protocol/phasor.pb.h"
+#include "zmq.hpp"
+
+namespace phasor::agent {
+
+enum class GateMode { kOnce, kPace };
+
+struct IterationGateOptions {
+  std::string job;               // the job id phasord knows. Required.
+  std::string request_endpoint;  // phasord's ROUTER (for GetOffset). Required.
+  std::string offset_endpoint;   // phasord's PUB (OffsetUpdates). Required.
+  GateMode mode = GateMode::kOnce;
+  // Total time the gate may block while it has no offset (default 2 s).
+  int fail_open_ms = 2000;
+  // GetOffset is re-sent this often while no offset is known (default 500 ms).
+  int retry_ms = 500;
+  // CURVE keys when phasord runs CURVE.
+  std::optional<client::CurveClientKeys> curve;
+  // Now in us since the Unix epoch; default: the system clock.
+  std::function<int64_t()> now_epoch_us;
+};
+
+struct GateResult {
+  int64_t waited_us = 0;        // time spent in Wait()
+  bool aligned = false;         // the iteration starts on a slot
+  bool failed_open = false;     // no offset known: let through
+  uint64_t offset_version = 0;  // 0 when no offset is known
+};
+
+class IterationGate {
+ public:
+  // InvalidArgument for missing fields or endpoints ZeroMQ refuses.
+  static absl::StatusOr<std::unique_ptr<IterationGate>> Create(IterationGateOptions options);
+  ~IterationGate();
+
+  // Call at the top of each iteration.
+  GateResult Wait();
+
+  // The offset in force (nullopt before one arrives).
+  const std::optional<phasor::v1::OffsetUpdate>& offset() const { return offset_; }
+
+  // The next slot at or after `now_epoch_us` for `offset`.
+  static int64_t NextSlot(const phasor::v1::OffsetUpdate& offset, int64_t now_epoch_us);
+
+ private:
+  IterationGate(IterationGateOptions options, zmq::context_t context);
+  absl::Status Open();
+  void SendGetOffset();
+  // Reads whatever arrived, waiting up to timeout_ms for the first message.
+  void Drain(int timeout_ms);
+  void Accept(const phasor::v1::OffsetUpdate& update);
+
+  IterationGateOptions options_;
+  zmq::context_t context_;
+  zmq::socket_t sub_;
+  zmq::socket_t dealer_;
+  std::optional<phasor::v1::OffsetUpdate> offset_;
+  bool need_align_ = false;
+  int64_t fail_open_left_us_ = 0;
+  int64_t last_request_us_ = 0;
+  uint64_t next_request_id_ = 1;
+};
+
+}  // namespace phasor::agent
+
+#endif  // PHASOR_INTEGRATIONS_AGENT_ITERATION_GATE_H_

@@ -1,0 +1,120 @@
+// C++ client of phasord (SPEC section 9): host schedulers rank and commit,
+// probes push profiles. docs/protocol.md has examples.
+//
+//   phasor::client::ClientOptions o;
+//   o.endpoint = "tcp://phasord.example:7410";
+//   o.curve = phasor::client::CurveClientKeys{server_pub, my_pub, my_secret};
+//   auto client = phasor::client::Client::Connect(o);
+//   auto ranked = (*client)->Rank(request);                      // placer::RankRequest
+//   (*client)->Commit(ranked->ranking_id, ranked->ranking.ranked[0].candidate);
+//
+// A Client is not thread-safe (one ZeroMQ socket); use one per thread.
+// Errors: phasord's Error replies become Statuses with the matching code
+// (NOT_FOUND -> NotFound, INVALID_ARGUMENT/BAD_* -> InvalidArgument,
+// LIMIT_EXCEEDED/TOO_LARGE -> ResourceExhausted, UNSUPPORTED_VERSION ->
+// FailedPrecondition); no answer within timeout_ms is Unavailable.
+#ifndef PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_
+#define PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "placer/ranker.h"
+#include "protocol/framing.h"
+#include "protocol/phasor.pb.h"
+#include "zmq.hpp"
+
+namespace phasor::client {
+
+// CURVE keys (Z85, 40 characters each) for a client of a CURVE phasord.
+struct CurveClientKeys {
+  std::string server_public_key;
+  std::string client_public_key;
+  std::string client_secret_key;
+};
+
+// Applies CURVE client keys to a socket (any type). InvalidArgument for a
+// key that is not Z85.
+absl::Status ApplyCurve(zmq::socket_t& socket, const CurveClientKeys& keys);
+
+struct ClientOptions {
+  // phasord's ROUTER endpoint (request_endpoint in its config). Required.
+  std::string endpoint;
+  // How long one call waits for its reply (default 5 s).
+  int timeout_ms = 5000;
+  // CURVE keys; nullopt: a plain socket (ipc:// or loopback only).
+  std::optional<CurveClientKeys> curve;
+};
+
+struct RankResult {
+  uint64_t ranking_id = 0;  // name it in Commit()
+  placer::Ranking ranking;
+  phasor::v1::RankReply reply;  // the reply as received (with shifts' periods)
+};
+
+class Client {
+ public:
+  // Creates the socket and connects (ZeroMQ connects lazily: an absent
+  // phasord shows up as Unavailable on the first call). A null context makes
+  // the client own one.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options,
+                                                         zmq::context_t* context = nullptr);
+
+  absl::StatusOr<RankResult> Rank(const placer::RankRequest& request);
+  absl::StatusOr<phasor::v1::RankReply> Rank(phasor::v1::RankRequest request);
+  absl::StatusOr<phasor::v1::CommitReply> Commit(uint64_t ranking_id, const std::string& candidate);
+  absl::StatusOr<phasor::v1::OffsetUpdate> GetOffset(const std::string& job);
+  absl::StatusOr<phasor::v1::HealthReply> Health();
+
+  // Sends raw frames (after the empty delimiter) and returns the reply's
+  // frames; for tests and tools that speak the wire directly.
+  absl::StatusOr<std::vector<std::string>> CallRaw(const std::vector<std::string>& frames);
+
+  // Replies dropped because they answered no outstanding request (late
+  // answers to a timed-out call, or duplicates).
+  uint64_t stale_replies() const { return stale_replies_; }
+
+ private:
+  Client(ClientOptions options, std::unique_ptr<zmq::context_t> owned, zmq::socket_t socket)
+      : options_(std::move(options)), owned_context_(std::move(owned)), socket_(std::move(socket)) {}
+
+  // Sends `request` (with a fresh request_id set by `set_id`) and waits for
+  // the reply with that id, parsing it into `reply` (of type `reply_type`).
+  absl::Status Call(protocol::MessageType type, google::protobuf::Message& request,
+                    protocol::MessageType reply_type, google::protobuf::Message& reply);
+
+  ClientOptions options_;
+  std::unique_ptr<zmq::context_t> owned_context_;
+  zmq::socket_t socket_;
+  uint64_t next_request_id_ = 1;
+  uint64_t stale_replies_ = 0;
+};
+
+// Pushes ProfileUpdates to phasord's PULL socket (probes). Not thread-safe.
+class ProfileSender {
+ public:
+  static absl::StatusOr<std::unique_ptr<ProfileSender>> Connect(const std::string& endpoint,
+                                                                const std::optional<CurveClientKeys>& curve,
+                                                                zmq::context_t* context = nullptr);
+  // Queues one update (ZeroMQ delivers it in the background). Unavailable
+  // when the send queue is full.
+  absl::Status Send(const phasor::v1::ProfileUpdate& update);
+
+ private:
+  ProfileSender(std::unique_ptr<zmq::context_t> owned, zmq::socket_t socket)
+      : owned_context_(std::move(owned)), socket_(std::move(socket)) {}
+  std::unique_ptr<zmq::context_t> owned_context_;
+  zmq::socket_t socket_;
+};
+
+// The Status for an Error reply.
+absl::Status StatusFromError(const phasor::v1::Error& error);
+
+}  // namespace phasor::client
+
+#endif  // PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_

@@ -1,0 +1,123 @@
+#include "cmd/phasord/config.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace phasor::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(const std::string& yaml) {
+  absl::StatusOr<DaemonOptions> o = ParseDaemonConfig(yaml);
+  EXPECT_FALSE(o.ok()) << yaml;
+  if (o.ok()) return "";
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
+  return std::string(o.status().message());
+}
+
+TEST(ConfigTest, KeysLeftOutKeepTheirDefaults) {
+  absl::StatusOr<DaemonOptions> o = ParseDaemonConfig("allow_plain: true\nsolver_threads: 3\n");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  const DaemonOptions defaults;
+  EXPECT_EQ(o->solver_threads, 3u);
+  EXPECT_TRUE(o->allow_plain);
+  EXPECT_EQ(o->request_endpoint, defaults.request_endpoint);
+  EXPECT_EQ(o->request_endpoint, "tcp://127.0.0.1:7410");
+  EXPECT_EQ(o->max_message_bytes, 4u << 20);
+  EXPECT_EQ(o->max_candidates_per_request, 256u);
+  EXPECT_EQ(o->state_path, "/var/lib/phasor/phasord.db");
+  EXPECT_EQ(o->realign_threshold_us, 2000u);
+}
+
+TEST(ConfigTest, EveryKeyParses) {
+  absl::StatusOr<DaemonOptions> o = ParseDaemonConfig(R"(
+request_endpoint: ipc:///run/phasor/requests
+profile_endpoint: ipc:///run/phasor/profiles
+offset_endpoint: tcp://127.0.0.1:9000
+metrics_listen: "[::1]:9464"
+allow_plain: true
+state_path: /tmp/x.db
+sqlite_synchronous: full
+keep_rankings: 5
+max_message_bytes: 1000
+max_jobs_per_request: 10
+max_links_per_request: 11
+max_candidates_per_request: 12
+solver_threads: 1
+min_profile_confidence: 0.25
+realign_threshold_us: 300
+realign_min_interval_ms: 400
+republish_interval_ms: 0
+log_level: debug
+)");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->profile_endpoint, "ipc:///run/phasor/profiles");
+  EXPECT_EQ(o->metrics_listen, "[::1]:9464");
+  EXPECT_EQ(o->sqlite_synchronous, "full");
+  EXPECT_EQ(o->keep_rankings, 5u);
+  EXPECT_EQ(o->max_message_bytes, 1000u);
+  EXPECT_EQ(o->max_links_per_request, 11u);
+  EXPECT_EQ(o->min_profile_confidence, 0.25);
+  EXPECT_EQ(o->realign_min_interval_ms, 400u);
+  EXPECT_EQ(o->republish_interval_ms, 0u);
+  EXPECT_EQ(o->log_level, "debug");
+}
+
+TEST(ConfigTest, BadKeysAndValuesNameTheKey) {
+  EXPECT_EQ(ErrorOf("allow_plain: true\nsolver_thread: 2\n"), "solver_thread: unknown key");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nsolver_threads: many\n"), "solver_threads: wrong type");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nsolver_threads: 0\n"), "solver_threads: must be in 1..256");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nsqlite_synchronous: off\n"), "sqlite_synchronous: 'off' is not normal or full");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nmin_profile_confidence: 2\n"), "min_profile_confidence: must be in 0..1");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nlog_level: loud\n"), "log_level: 'loud' is not a spdlog level");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nmetrics_listen: nowhere\n"), "metrics_listen: 'nowhere' is not HOST:PORT");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nrequest_endpoint: http://x\n"),
+            "request_endpoint: 'http://x' is not a tcp://, ipc:// or inproc:// endpoint");
+  EXPECT_EQ(ErrorOf("allow_plain: true\ncurve: {colour: red}\n"), "curve.colour: unknown key");
+  EXPECT_THAT(ErrorOf("[1, 2]"), HasSubstr("top level must be a mapping"));
+  EXPECT_THAT(ErrorOf("a: [unclosed"), HasSubstr("config: not YAML"));
+}
+
+TEST(ConfigTest, PlainSocketsNeedTheExplicitOptionAndALocalEndpoint) {
+  EXPECT_THAT(ErrorOf(""), HasSubstr("request_endpoint: plain socket refused"));
+  EXPECT_THAT(ErrorOf("allow_plain: true\nprofile_endpoint: tcp://10.0.0.1:7411\n"),
+              HasSubstr("profile_endpoint: 'tcp://10.0.0.1:7411' is not ipc:// or loopback"));
+  EXPECT_TRUE(ParseDaemonConfig("allow_plain: true\noffset_endpoint: tcp://localhost:1\n").ok());
+  // With CURVE any TCP address is fine, but the key files must all be named.
+  EXPECT_TRUE(ParseDaemonConfig("request_endpoint: tcp://0.0.0.0:7410\ncurve: {server_secret_key_file: s, "
+                                "server_public_key_file: p, allowed_clients_file: a}\n")
+                  .ok());
+  EXPECT_EQ(ErrorOf("curve: {server_secret_key_file: s, server_public_key_file: p}\n"),
+            "curve.allowed_clients_file: required with server_secret_key_file");
+}
+
+TEST(ConfigTest, LocalEndpoints) {
+  EXPECT_TRUE(IsLocalEndpoint("ipc:///tmp/x"));
+  EXPECT_TRUE(IsLocalEndpoint("inproc://x"));
+  EXPECT_TRUE(IsLocalEndpoint("tcp://127.0.0.1:5"));
+  EXPECT_TRUE(IsLocalEndpoint("tcp://[::1]:5"));
+  EXPECT_FALSE(IsLocalEndpoint("tcp://127example.com:5"));
+  EXPECT_FALSE(IsLocalEndpoint("tcp://*:5"));
+  EXPECT_FALSE(IsLocalEndpoint("tcp://192.168.1.1:5"));
+}
+
+TEST(ConfigTest, LoadNamesTheFile) {
+  EXPECT_EQ(LoadDaemonConfig("/nonexistent/phasord.yaml").status().code(), absl::StatusCode::kNotFound);
+  const std::string path = std::filesystem::temp_directory_path() / "phasord-config-test.yaml";
+  std::ofstream(path) << "allow_plain: true\nbogus: 1\n";
+  absl::StatusOr<DaemonOptions> o = LoadDaemonConfig(path);
+  EXPECT_EQ(o.status().message(), path + ": bogus: unknown key");
+  std::filesystem::remove(path);
+}
+
+TEST(ConfigTest, ShippedExampleConfigParses) {
+  absl::StatusOr<DaemonOptions> o = LoadDaemonConfig("cmd/phasord/phasord.example.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+}
+
+}  // namespace
+}  // namespace phasor::daemon

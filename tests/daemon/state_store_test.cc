@@ -1,0 +1,80 @@
+#include "cmd/phasord/state_store.h"
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "tests/daemon/daemon_harness.h"
+
+namespace phasor::daemon {
+namespace {
+
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = ::phasor::testing::MakeTempDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<StateStore> Open() {
+    absl::StatusOr<std::unique_ptr<StateStore>> s = StateStore::Open(dir_ + "/state.db", "normal");
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+  std::string dir_;
+};
+
+TEST_F(StateStoreTest, EverythingSurvivesReopening) {
+  {
+    auto s = Open();
+    EXPECT_EQ(*s->EpochOr(111), 111);
+    EXPECT_EQ(*s->EpochOr(222), 111);  // kept
+    ASSERT_TRUE(s->PutRanking({1, 10, "reply-1", "cands-1"}, 100).ok());
+    ASSERT_TRUE(s->PutRanking({2, 20, std::string("re\0ply", 6), "cands-2"}, 100).ok());
+    ASSERT_TRUE(s->Commit({{"a", "c0", 2, "links-a", 30}}, {{"a", 111, 100000, 2500, 3}},
+                          {{"tor1-up", 30, 0.75, 0.25, "commit"}})
+                    .ok());
+    ASSERT_TRUE(s->PutProfile({0, "a", "update-a", 40}).ok());
+    ASSERT_TRUE(s->PutProfile({0, "a", "update-a2", 41}).ok());  // replaces
+    ASSERT_TRUE(s->AddLinkScore({"tor1-up", 50, 0.5, 0.5, "probe"}).ok());
+  }
+  auto s = Open();
+  EXPECT_EQ(*s->EpochOr(999), 111);
+  EXPECT_EQ(*s->MaxRankingId(), 2u);
+  absl::StatusOr<StoredRanking> r = s->GetRanking(2);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->reply, std::string("re\0ply", 6));
+  EXPECT_EQ(r->candidates, "cands-2");
+  EXPECT_EQ(r->created_epoch_us, 20);
+  EXPECT_EQ(s->GetRanking(3).status().code(), absl::StatusCode::kNotFound);
+  auto offsets = *s->LoadOffsets();
+  ASSERT_EQ(offsets.size(), 1u);
+  EXPECT_EQ(offsets[0].job, "a");
+  EXPECT_EQ(offsets[0].shift_us, 2500u);
+  EXPECT_EQ(offsets[0].period_us, 100000u);
+  EXPECT_EQ(offsets[0].version, 3u);
+  auto placements = *s->LoadPlacements();
+  ASSERT_EQ(placements.size(), 1u);
+  EXPECT_EQ(placements[0].candidate, "c0");
+  EXPECT_EQ(placements[0].links, "links-a");
+  auto profiles = *s->LoadProfiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].update, "update-a2");
+  auto history = *s->LinkScoreHistory("tor1-up", 10);
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_EQ(history[0].source, "probe");  // newest first
+  EXPECT_EQ(history[1].score, 0.75);
+}
+
+TEST_F(StateStoreTest, OldRankingsArePruned) {
+  auto s = Open();
+  for (uint64_t id = 1; id <= 5; ++id) ASSERT_TRUE(s->PutRanking({id, 0, "r", "c"}, 2).ok());
+  EXPECT_EQ(s->GetRanking(3).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(s->GetRanking(4).ok());
+  EXPECT_TRUE(s->GetRanking(5).ok());
+  EXPECT_EQ(*s->MaxRankingId(), 5u);
+}
+
+TEST_F(StateStoreTest, UnopenablePathIsUnavailable) {
+  absl::StatusOr<std::unique_ptr<StateStore>> s = StateStore::Open(dir_ + "/no/such/dir/state.db", "normal");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace phasor::daemon

@@ -1,0 +1,326 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "placer/ranker.h"
+#include "protocol/convert.h"
+#include "protocol/curve_keys.h"
+#include "protocol/framing.h"
+
+namespace phasor::protocol {
+namespace {
+
+using ::testing::HasSubstr;
+
+placer::RankRequest SampleRequest() {
+  placer::RankRequest r;
+  r.links = {{"tor1-up", 50.0}, {"tor2-up", 40.0}};
+  placer::Job a{"a", {}, std::nullopt};
+  a.profile.period_us = 200000;
+  a.profile.bin_us = 50000;
+  a.profile.gbps = {40.0, 40.0, 0.0, 12.5};
+  a.profile.t0_epoch_us = 1700000000000000;
+  placer::Job b{"b", {}, 12000u};
+  b.profile.period_us = 300000;
+  b.profile.square = placer::SquareWave{90000, 40.0, 5000, 1.5};
+  r.jobs = {a, b};
+  placer::Candidate c0;
+  c0.id = "c0";
+  c0.links["a"]["tor1-up"] = 1.0;
+  c0.links["b"]["tor1-up"] = 0.5;
+  c0.links["b"]["tor2-up"] = 0.5;
+  placer::Candidate c1;
+  c1.id = "c1";
+  c1.servers["a"] = {"s1", "s2"};
+  r.candidates = {c0, c1};
+  r.options.circle.quantum_us = 2000;
+  r.options.circle.max_bins = 1234;
+  r.options.solver.restarts = 7;
+  r.options.solver.seed = 42;
+  r.options.max_spanning_trees = 3;
+  r.options.joint_max_sweeps = 5;
+  return r;
+}
+
+void ExpectProfileEq(const placer::TrafficProfile& x, const placer::TrafficProfile& y) {
+  EXPECT_EQ(x.period_us, y.period_us);
+  EXPECT_EQ(x.bin_us, y.bin_us);
+  EXPECT_EQ(x.gbps, y.gbps);
+  ASSERT_EQ(x.square.has_value(), y.square.has_value());
+  if (x.square) {
+    EXPECT_EQ(x.square->up_us, y.square->up_us);
+    EXPECT_EQ(x.square->up_gbps, y.square->up_gbps);
+    EXPECT_EQ(x.square->start_us, y.square->start_us);
+    EXPECT_EQ(x.square->down_gbps, y.square->down_gbps);
+  }
+  EXPECT_EQ(x.t0_epoch_us, y.t0_epoch_us);
+}
+
+TEST(FramingTest, EncodeDecodeRoundTrip) {
+  v1::GetOffset msg;
+  msg.set_request_id(7);
+  msg.set_job("job-a");
+  const std::vector<std::string> frames = EncodeFrames(MessageType::kGetOffset, msg);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0], "phasor.v1");
+  EXPECT_EQ(frames[1], "GetOffset");
+  auto decoded = DecodeFrames(frames, {});
+  ASSERT_TRUE(std::holds_alternative<Envelope>(decoded));
+  const Envelope& env = std::get<Envelope>(decoded);
+  EXPECT_EQ(env.type, MessageType::kGetOffset);
+  v1::GetOffset back;
+  EXPECT_FALSE(ParsePayload(env, back).has_value());
+  EXPECT_EQ(back.request_id(), 7u);
+  EXPECT_EQ(back.job(), "job-a");
+}
+
+TEST(FramingTest, EveryTypeNameRoundTrips) {
+  for (MessageType t : {MessageType::kRankRequest, MessageType::kRankReply, MessageType::kCommitPlacement,
+                        MessageType::kCommitReply, MessageType::kGetOffset, MessageType::kOffsetUpdate,
+                        MessageType::kProfileUpdate, MessageType::kHealth, MessageType::kHealthReply,
+                        MessageType::kError}) {
+    EXPECT_EQ(MessageTypeFromName(MessageTypeName(t)), t) << MessageTypeName(t);
+  }
+  EXPECT_EQ(MessageTypeFromName("rankrequest"), std::nullopt);
+}
+
+v1::Error DecodeError(const std::vector<std::string>& frames, FramingOptions options = {}) {
+  auto decoded = DecodeFrames(frames, options);
+  EXPECT_TRUE(std::holds_alternative<v1::Error>(decoded));
+  return std::holds_alternative<v1::Error>(decoded) ? std::get<v1::Error>(decoded) : v1::Error();
+}
+
+TEST(FramingTest, WrongFrameCountIsBadFrames) {
+  EXPECT_EQ(DecodeError({}).code(), v1::Error::BAD_FRAMES);
+  EXPECT_EQ(DecodeError({"phasor.v1", "Health"}).code(), v1::Error::BAD_FRAMES);
+  const v1::Error e = DecodeError({"phasor.v1", "Health", "", "extra"});
+  EXPECT_EQ(e.code(), v1::Error::BAD_FRAMES);
+  EXPECT_THAT(e.message(), HasSubstr("got 4"));
+}
+
+TEST(FramingTest, UnknownVersionNamesTheVersionsSpoken) {
+  const v1::Error e = DecodeError({"phasor.v2", "Health", ""});
+  EXPECT_EQ(e.code(), v1::Error::UNSUPPORTED_VERSION);
+  EXPECT_THAT(e.message(), HasSubstr("'phasor.v2'"));
+  EXPECT_THAT(e.message(), HasSubstr("spoken: phasor.v1"));
+  ASSERT_EQ(e.supported_versions_size(), 1);
+  EXPECT_EQ(e.supported_versions(0), "phasor.v1");
+}
+
+TEST(FramingTest, GarbageVersionIsQuotedPrintably) {
+  const v1::Error e = DecodeError({std::string("\x01\xff\x00zz", 5), "Health", ""});
+  EXPECT_EQ(e.code(), v1::Error::UNSUPPORTED_VERSION);
+  EXPECT_THAT(e.message(), HasSubstr("'???zz'"));
+}
+
+TEST(FramingTest, UnknownTypeIsUnknownType) {
+  const v1::Error e = DecodeError({"phasor.v1", "Launch", ""});
+  EXPECT_EQ(e.code(), v1::Error::UNKNOWN_TYPE);
+  EXPECT_THAT(e.message(), HasSubstr("'Launch'"));
+}
+
+TEST(FramingTest, OversizedPayloadIsTooLarge) {
+  FramingOptions options;
+  options.max_message_bytes = 10;
+  EXPECT_TRUE(std::holds_alternative<Envelope>(DecodeFrames({"phasor.v1", "Health", std::string(10, 'x')}, options)));
+  const v1::Error e = DecodeError({"phasor.v1", "Health", std::string(11, 'x')}, options);
+  EXPECT_EQ(e.code(), v1::Error::TOO_LARGE);
+  EXPECT_THAT(e.message(), HasSubstr("11 bytes exceeds the limit of 10"));
+}
+
+TEST(FramingTest, TruncatedPayloadIsBadPayload) {
+  const std::string full = ToProto(SampleRequest()).SerializeAsString();
+  // Cutting inside a length-delimited field leaves bytes protobuf cannot parse.
+  Envelope env{MessageType::kRankRequest, full.substr(0, full.size() / 2 + 1)};
+  v1::RankRequest out;
+  std::optional<v1::Error> e = ParsePayload(env, out);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code(), v1::Error::BAD_PAYLOAD);
+  EXPECT_THAT(e->message(), HasSubstr("does not parse as RankRequest"));
+  env.payload = "\xff\xff\xff\xff";
+  EXPECT_TRUE(ParsePayload(env, out).has_value());
+}
+
+TEST(FramingTest, ErrorCodeNames) {
+  EXPECT_EQ(ErrorCodeName(v1::Error::NOT_FOUND), "NOT_FOUND");
+  EXPECT_EQ(ErrorCodeName(v1::Error::TOO_LARGE), "TOO_LARGE");
+}
+
+TEST(ConvertTest, RankRequestRoundTripIsExact) {
+  const placer::RankRequest in = SampleRequest();
+  const v1::RankRequest wire = ToProto(in);
+  v1::RankRequest reparsed;
+  ASSERT_TRUE(reparsed.ParseFromString(wire.SerializeAsString()));
+  absl::StatusOr<placer::RankRequest> out = FromProto(reparsed);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->links.size(), 2u);
+  EXPECT_EQ(out->links[1].id, "tor2-up");
+  EXPECT_EQ(out->links[1].capacity_gbps, 40.0);
+  ASSERT_EQ(out->jobs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(out->jobs[i].id, in.jobs[i].id);
+    EXPECT_EQ(out->jobs[i].pinned_shift_us, in.jobs[i].pinned_shift_us);
+    ExpectProfileEq(out->jobs[i].profile, in.jobs[i].profile);
+  }
+  ASSERT_EQ(out->candidates.size(), 2u);
+  EXPECT_EQ(out->candidates[0].links, in.candidates[0].links);
+  EXPECT_EQ(out->candidates[1].servers, in.candidates[1].servers);
+  EXPECT_EQ(out->options.circle.quantum_us, 2000u);
+  EXPECT_EQ(out->options.circle.max_bins, 1234u);
+  EXPECT_EQ(out->options.solver.restarts, 7u);
+  EXPECT_EQ(out->options.solver.seed, 42u);
+  EXPECT_EQ(out->options.solver.exact_max_evaluations, in.options.solver.exact_max_evaluations);
+  EXPECT_EQ(out->options.max_spanning_trees, 3u);
+  EXPECT_EQ(out->options.joint_max_sweeps, 5u);
+}
+
+TEST(ConvertTest, UnsetOptionsKeepPlacerDefaults) {
+  v1::RankRequest wire;
+  absl::StatusOr<placer::RankRequest> out = FromProto(wire);
+  ASSERT_TRUE(out.ok());
+  const placer::RankOptions defaults;
+  EXPECT_EQ(out->options.circle.quantum_us, defaults.circle.quantum_us);
+  EXPECT_EQ(out->options.circle.max_bins, defaults.circle.max_bins);
+  EXPECT_EQ(out->options.solver.seed, defaults.solver.seed);
+  EXPECT_EQ(out->options.max_spanning_trees, defaults.max_spanning_trees);
+}
+
+TEST(ConvertTest, MissingProfileComesFromLookupOrIsNotFound) {
+  v1::RankRequest wire = ToProto(SampleRequest());
+  wire.mutable_jobs(1)->clear_profile();
+  absl::StatusOr<placer::RankRequest> none = FromProto(wire);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(none.status().message(), "jobs[1].profile: no profile given and none known for job 'b'");
+
+  placer::TrafficProfile known;
+  known.period_us = 100000;
+  known.bin_us = 50000;
+  known.gbps = {10, 0};
+  absl::StatusOr<placer::RankRequest> filled = FromProto(wire, [&](const std::string& job) {
+    return job == "b" ? std::optional<placer::TrafficProfile>(known) : std::nullopt;
+  });
+  ASSERT_TRUE(filled.ok());
+  ExpectProfileEq(filled->jobs[1].profile, known);
+  EXPECT_EQ(filled->jobs[1].pinned_shift_us, 12000u);
+}
+
+TEST(ConvertTest, RankingRoundTripIsExactAndCarriesShiftPeriods) {
+  placer::RankRequest request = SampleRequest();
+  request.candidates.pop_back();  // server form needs a topology
+  ASSERT_TRUE(placer::ValidateRankRequest(request).ok()) << placer::ValidateRankRequest(request).message();
+  const placer::Ranking ranking = placer::Rank(request);
+  ASSERT_EQ(ranking.ranked.size(), 1u);
+  const v1::RankReply reply = ToProto(ranking, request);
+  const placer::Ranking back = FromProto(reply);
+  ASSERT_EQ(back.ranked.size(), 1u);
+  const placer::RankedCandidate& x = ranking.ranked[0];
+  const placer::RankedCandidate& y = back.ranked[0];
+  EXPECT_EQ(y.candidate, x.candidate);
+  EXPECT_EQ(y.score, x.score);
+  EXPECT_EQ(y.min_link_score, x.min_link_score);
+  EXPECT_EQ(y.cycle, x.cycle);
+  EXPECT_EQ(y.exact, x.exact);
+  EXPECT_EQ(y.shifts_us, x.shifts_us);
+  ASSERT_EQ(y.links.size(), x.links.size());
+  for (size_t i = 0; i < x.links.size(); ++i) {
+    EXPECT_EQ(y.links[i].id, x.links[i].id);
+    EXPECT_EQ(y.links[i].score, x.links[i].score);
+    EXPECT_EQ(y.links[i].optimal_score, x.links[i].optimal_score);
+    EXPECT_EQ(y.links[i].jobs, x.links[i].jobs);
+    EXPECT_EQ(y.links[i].quantum_us, x.links[i].quantum_us);
+    EXPECT_EQ(y.links[i].circle_bins, x.links[i].circle_bins);
+    EXPECT_EQ(y.links[i].rounding_error_us, x.links[i].rounding_error_us);
+  }
+  // Both jobs share tor1-up at quantum 2000: periods are multiples of it.
+  ASSERT_EQ(reply.ranked(0).shifts_size(), 2);
+  EXPECT_EQ(reply.ranked(0).shifts(0).period_us(), 200000u);
+  EXPECT_EQ(reply.ranked(0).shifts(1).period_us(), 300000u);
+}
+
+TEST(ConvertTest, ShiftPeriodRoundsToTheLinkQuantum) {
+  placer::Job j{"j", {}, std::nullopt};
+  j.profile.period_us = 10500;
+  placer::RankedCandidate c;
+  EXPECT_EQ(ShiftPeriodUs(c, j), 10500u);  // on no contended link: its own period
+  placer::LinkResult l;
+  l.jobs = {"j"};
+  l.quantum_us = 1000;
+  c.links = {l};
+  EXPECT_EQ(ShiftPeriodUs(c, j), 11000u);  // halves round up
+}
+
+TEST(ConvertTest, ProfileUpdateBecomesArrayProfile) {
+  v1::ProfileUpdate u;
+  u.set_subject("a");
+  u.set_period_us(3000);
+  u.set_bin_us(1000);
+  u.add_gbps(1);
+  u.add_gbps(2);
+  u.add_gbps(3);
+  u.set_t0_epoch_us(55);
+  const placer::TrafficProfile p = ProfileFromUpdate(u);
+  EXPECT_EQ(p.period_us, 3000u);
+  EXPECT_EQ(p.gbps, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(p.t0_epoch_us, 55);
+  EXPECT_TRUE(placer::ValidateProfile(p).ok());
+}
+
+class CurveKeysTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/phasor-keys-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(CurveKeysTest, GenerateWriteRead) {
+  absl::StatusOr<CurveKeyPair> pair = GenerateCurveKeyPair();
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_TRUE(IsZ85Key(pair->public_key));
+  EXPECT_TRUE(IsZ85Key(pair->secret_key));
+  EXPECT_NE(pair->public_key, pair->secret_key);
+  ASSERT_TRUE(WriteKeyPair(*pair, dir_ + "/server", false).ok());
+  EXPECT_EQ(*ReadKeyFile(dir_ + "/server.pub"), pair->public_key);
+  EXPECT_EQ(*ReadKeyFile(dir_ + "/server.secret"), pair->secret_key);
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/server.secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const absl::Status again = WriteKeyPair(*pair, dir_ + "/server", false);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(WriteKeyPair(*pair, dir_ + "/server", true).ok());
+}
+
+TEST_F(CurveKeysTest, BadKeyFilesAreErrors) {
+  EXPECT_EQ(ReadKeyFile(dir_ + "/missing.pub").status().code(), absl::StatusCode::kNotFound);
+  std::ofstream(dir_ + "/short.pub") << "abc\n";
+  absl::StatusOr<std::string> bad = ReadKeyFile(dir_ + "/short.pub");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("short.pub: not a 40-character Z85"));
+}
+
+TEST_F(CurveKeysTest, AllowListSkipsCommentsAndNamesBadLines) {
+  const CurveKeyPair a = *GenerateCurveKeyPair();
+  const CurveKeyPair b = *GenerateCurveKeyPair();
+  std::ofstream(dir_ + "/allow") << "# schedulers\n" << a.public_key << "\n\n  " << b.public_key << "  \n";
+  absl::StatusOr<std::set<std::string>> keys = ReadAllowList(dir_ + "/allow");
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(*keys, (std::set<std::string>{a.public_key, b.public_key}));
+  std::ofstream(dir_ + "/bad") << a.public_key << "\nnot-a-key\n";
+  absl::StatusOr<std::set<std::string>> bad = ReadAllowList(dir_ + "/bad");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("/bad:2:"));
+}
+
+}  // namespace
+}  // namespace phasor::protocol
