@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cmd/phasor/commands.h"
+#include "cmd/phasor/rank_topology.h"
 #include "placer/link_score.h"
 #include "placer/rank_json.h"
 #include "placer/ranker.h"
@@ -19,6 +20,7 @@ struct RankFlags {
   std::string input = "-";
   std::string format = "json";
   int width = 72;
+  std::string topology;  // route candidates given as servers through this fabric
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -138,7 +140,13 @@ void RunRank(const RankFlags& flags) {
   const std::string text = ReadInput(flags.input);
   absl::StatusOr<placer::RankRequest> request = placer::ParseRankRequest(text);
   if (!request.ok()) Fail(kExitBadInput, std::string(request.status().message()));
-  const placer::Ranking ranking = placer::Rank(*request);
+  std::vector<placer::RejectedCandidate> unrouted;
+  if (!flags.topology.empty()) {
+    absl::Status routed = RouteCandidates(flags.topology, *request, unrouted);
+    if (!routed.ok()) Fail(kExitBadInput, "--topology: " + std::string(routed.message()));
+  }
+  placer::Ranking ranking = placer::Rank(*request);
+  ranking.rejected.insert(ranking.rejected.end(), unrouted.begin(), unrouted.end());
   if (flags.format == "table") {
     PrintTable(*request, ranking, flags.width);
   } else {
@@ -160,6 +168,9 @@ void AddRankCommand(CLI::App& app) {
   cmd->add_option("--width", flags->width, "columns of the load drawings with --format table")
       ->check(CLI::Range(16, 400))
       ->capture_default_str();
+  cmd->add_option("--topology", flags->topology,
+                  "topology YAML (docs/topology.md): candidates may give \"servers\" per job, "
+                  "routed to links and shares by the traffic model");
   cmd->callback([flags] { RunRank(*flags); });
 }
 
