@@ -15,6 +15,8 @@ inline constexpr int kExitBadInput = 2;  // the input (file, JSON, option) is ma
 inline constexpr int kExitFailure = 1;   // anything else
 
 void AddRankCommand(CLI::App& app);
+void AddKeygenCommand(CLI::App& app);
+void AddStatusCommand(CLI::App& app);
 void AddTopologyCommand(CLI::App& app);
 void AddSimulateCommand(CLI::App& app);
 

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "phasor 0.1.0");
   app.require_subcommand(1);
   phasor::cmd::AddRankCommand(app);
+  phasor::cmd::AddKeygenCommand(app);
+  phasor::cmd::AddStatusCommand(app);
   phasor::cmd::AddTopologyCommand(app);
   phasor::cmd::AddSimulateCommand(app);
   try {

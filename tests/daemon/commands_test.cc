@@ -1,0 +1,108 @@
+// `phasor keygen` and `phasor status`, run in-process through CLI11.
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cmd/phasor/commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integrations/client/client.h"
+#include "protocol/curve_keys.h"
+#include "tests/daemon/daemon_harness.h"
+
+namespace phasor::cmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CommandRun {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+CommandRun RunPhasor(std::vector<std::string> args) {
+  CLI::App app{"phasor"};
+  app.require_subcommand(1);
+  AddKeygenCommand(app);
+  AddStatusCommand(app);
+  std::vector<const char*> argv = {"phasor"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
+  CommandRun run;
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::RuntimeError& e) {
+    run.code = e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    run.code = kExitBadInput;
+  }
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+TEST(KeygenCommandTest, WritesAKeyPairAndPrintsThePublicKey) {
+  const std::string dir = ::phasor::testing::MakeTempDir();
+  CommandRun run = RunPhasor({"keygen", "--out", dir + "/sched"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  absl::StatusOr<std::string> pub = protocol::ReadKeyFile(dir + "/sched.pub");
+  ASSERT_TRUE(pub.ok());
+  EXPECT_EQ(run.out, *pub + "\n");
+  EXPECT_TRUE(protocol::ReadKeyFile(dir + "/sched.secret").ok());
+  // Not overwritten without --force.
+  run = RunPhasor({"keygen", "--out", dir + "/sched"});
+  EXPECT_EQ(run.code, kExitBadInput);
+  EXPECT_THAT(run.err, HasSubstr("sched.secret: exists (pass --force to overwrite)"));
+  run = RunPhasor({"keygen", "--out", dir + "/sched", "--force"});
+  EXPECT_EQ(run.code, 0);
+  EXPECT_NE(run.out, *pub + "\n");
+  run = RunPhasor({"keygen", "--out", dir + "/no/such/dir/k"});
+  EXPECT_EQ(run.code, kExitFailure);
+  EXPECT_THAT(run.err, HasSubstr("cannot write"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StatusCommandTest, SummarisesARunningPhasord) {
+  ::phasor::testing::DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  client::ClientOptions o;
+  o.endpoint = h.options().request_endpoint;
+  auto c = *client::Client::Connect(o);
+  absl::StatusOr<client::RankResult> ranked = c->Rank(::phasor::testing::SampleRankRequest());
+  ASSERT_TRUE(ranked.ok());
+  ASSERT_TRUE(c->Commit(ranked->ranking_id, ranked->reply.ranked(0).candidate()).ok());
+  ASSERT_FALSE(c->GetOffset("ghost").ok());
+  const std::string where = "127.0.0.1:" + std::to_string(h.daemon().endpoints().metrics_port);
+  CommandRun run = RunPhasor({"status", "--metrics", where});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("phasord at " + where + ": up\n"));
+  EXPECT_THAT(run.out, HasSubstr("  jobs with offsets  3\n"));
+  EXPECT_THAT(run.out, HasSubstr("  rankings solved    1 "));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("RankRequest +1\n"));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("GetOffset NOT_FOUND +1\n"));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("tor1-up commit +[0-9.]+\n"));
+  run = RunPhasor({"status", "--metrics", where, "--raw"});
+  EXPECT_THAT(run.out, HasSubstr("# TYPE phasord_requests_total counter\n"));
+}
+
+TEST(StatusCommandTest, NothingListeningIsOneLineAndExitOne) {
+  // A port from the ephemeral range that nothing listens on: bind, then close.
+  ::phasor::testing::DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  const uint16_t port = h.daemon().endpoints().metrics_port;
+  h.Stop();
+  CommandRun run = RunPhasor({"status", "--metrics", "127.0.0.1:" + std::to_string(port), "--timeout-ms", "500"});
+  EXPECT_EQ(run.code, kExitFailure);
+  EXPECT_THAT(run.err, HasSubstr("phasor status: cannot connect to 127.0.0.1:"));
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1);
+  run = RunPhasor({"status", "--metrics", "no-port"});
+  EXPECT_EQ(run.code, kExitBadInput);
+}
+
+}  // namespace
+}  // namespace phasor::cmd
