@@ -83,7 +83,8 @@ std::vector<CounterInterval> DeltasFromReadings(const std::vector<CounterReading
     double delta;
     if (b.value >= a.value) {
       delta = static_cast<double>(b.value - a.value);
-    } else if (width_bits < 64 && static_cast<double>(a.value) >= 0.75 * range &&
+    } else if (width_bits < 64 && static_cast<double>(a.value) < range &&
+               static_cast<double>(a.value) >= 0.75 * range &&
                static_cast<double>(b.value) < 0.25 * range) {
       delta = range - static_cast<double>(a.value) + static_cast<double>(b.value);
       if (wraps) ++*wraps;

@@ -44,11 +44,12 @@ struct ResampleOptions {
 absl::StatusOr<BinnedSeries> Resample(const std::vector<CounterInterval>& intervals,
                                       const ResampleOptions& options);
 
-// Turns cumulative readings of a counter into intervals. A reading below the
-// previous one is a wrap when the previous value lies in the top quarter of
-// the counter's `width_bits` range and the wrapped delta is plausible,
-// otherwise a reset; a reset starts a new run (that interval is dropped and
-// counted in *resets).
+// Turns cumulative readings of a counter into intervals of `scale` times
+// the counter's increase. A reading below the previous one is a wrap when
+// the previous value lies in the top quarter of the `width_bits` range and
+// the new one in the bottom quarter, otherwise a reset (the counter was
+// cleared or the driver reloaded): that interval is dropped and counted in
+// *resets, and the next one starts from the new value.
 struct CounterReading {
   int64_t time_us = 0;
   uint64_t value = 0;
@@ -56,6 +57,15 @@ struct CounterReading {
 std::vector<CounterInterval> DeltasFromReadings(const std::vector<CounterReading>& readings,
                                                 int width_bits, double scale, uint64_t* wraps,
                                                 uint64_t* resets);
+
+// Where counters come from: switch CSV files, RDMA sysfs snapshots or live
+// polling, or a fake in tests. Collect() may block (live polling); not
+// thread-safe.
+class CounterSource {
+ public:
+  virtual ~CounterSource() = default;
+  virtual absl::StatusOr<std::vector<CounterSeries>> Collect() = 0;
+};
 
 }  // namespace phasor::probe
 

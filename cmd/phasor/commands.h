@@ -19,6 +19,7 @@ void AddKeygenCommand(CLI::App& app);
 void AddStatusCommand(CLI::App& app);
 void AddTopologyCommand(CLI::App& app);
 void AddSimulateCommand(CLI::App& app);
+void AddProfileCommand(CLI::App& app);
 
 }  // namespace phasor::cmd
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   phasor::cmd::AddStatusCommand(app);
   phasor::cmd::AddTopologyCommand(app);
   phasor::cmd::AddSimulateCommand(app);
+  phasor::cmd::AddProfileCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
