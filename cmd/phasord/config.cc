@@ -124,6 +124,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
     else if (key == "allow_plain") s = Read(v, key, o.allow_plain);
     else if (key == "state_path") s = Read(v, key, o.state_path);
     else if (key == "sqlite_synchronous") s = Read(v, key, o.sqlite_synchronous);
+    else if (key == "topology_path") s = Read(v, key, o.topology_path);
     else if (key == "keep_rankings") s = Read(v, key, o.keep_rankings);
     else if (key == "max_message_bytes") s = Read(v, key, o.max_message_bytes);
     else if (key == "max_jobs_per_request") s = Read(v, key, o.max_jobs_per_request);

@@ -44,6 +44,11 @@ struct DaemonOptions {
   // SQLite `synchronous` in WAL mode: "normal" survives a crash of phasord
   // (kill -9); "full" also survives a power loss, at a cost per write.
   std::string sqlite_synchronous = "normal";
+  // Topology YAML (docs/topology.md) used to route candidates given in server
+  // form (job -> servers, e.g. a Pollux-style {job: [node per replica]})
+  // into link shares, as `phasor rank --topology` does. Empty: server-form
+  // candidates are rejected.
+  std::string topology_path;
   // Rankings kept for CommitPlacement (older ones are pruned).
   uint64_t keep_rankings = 10000;
 

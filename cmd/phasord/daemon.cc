@@ -22,6 +22,9 @@
 #include "protocol/curve_keys.h"
 #include "protocol/framing.h"
 #include "spdlog/spdlog.h"
+#include "topology/router.h"
+#include "topology/topology_yaml.h"
+#include "topology/traffic.h"
 #include "zmq.hpp"
 #include "zmq_addon.hpp"
 
@@ -48,6 +51,7 @@ std::string TypeLabel(std::optional<MessageType> type) {
 
 struct SolveTask {
   std::vector<std::string> routing;
+  std::vector<placer::RejectedCandidate> unrouted;  // server-form candidates that could not be routed
   uint64_t request_id = 0;
   uint64_t ranking_id = 0;
   placer::RankRequest request;
@@ -56,6 +60,7 @@ struct SolveTask {
 
 struct SolveDone {
   std::vector<std::string> routing;
+  std::vector<placer::RejectedCandidate> unrouted;
   uint64_t request_id = 0;
   uint64_t ranking_id = 0;
   std::string candidates;
@@ -114,6 +119,7 @@ class Daemon::Impl {
   v1::OffsetUpdate ToUpdate(const StoredOffset& offset) const;
   void MaybeRealign(const std::string& job, int64_t t0_epoch_us);
   void ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile);
+  void RouteCandidates(placer::RankRequest& request, std::vector<placer::RejectedCandidate>& unrouted) const;
 
   DaemonOptions options_;
   Clock clock_;
@@ -128,6 +134,8 @@ class Daemon::Impl {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<MetricsHttpServer> http_;
   protocol::FramingOptions framing_;
+  std::unique_ptr<topology::Topology> fabric_;
+  std::unique_ptr<topology::Router> fabric_router_;
 
   // CURVE.
   std::string server_secret_;
@@ -255,6 +263,14 @@ absl::Status Daemon::Impl::Start() {
     if (p.kind == v1::ProfileUpdate::JOB && update.ParseFromString(p.update)) job_profiles_[p.subject] = update;
   }
 
+  if (!options_.topology_path.empty()) {
+    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(options_.topology_path);
+    if (!fabric.ok()) {
+      return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
+    }
+    fabric_ = std::make_unique<topology::Topology>(*std::move(fabric));
+    fabric_router_ = std::make_unique<topology::Router>(*fabric_);
+  }
   if (options_.curve.enabled()) {
     if (absl::Status s = SetUpCurve(); !s.ok()) return s;
   }
@@ -314,12 +330,14 @@ void Daemon::Impl::WorkerLoop() {
     }
     SolveDone done;
     done.routing = std::move(task.routing);
+    done.unrouted = std::move(task.unrouted);
     done.request_id = task.request_id;
     done.ranking_id = task.ranking_id;
     done.candidates = std::move(task.candidates);
     const auto begin = std::chrono::steady_clock::now();
     try {
-      const placer::Ranking ranking = placer::Rank(task.request);
+      placer::Ranking ranking = placer::Rank(task.request);
+      ranking.rejected.insert(ranking.rejected.end(), done.unrouted.begin(), done.unrouted.end());
       v1::RankReply reply = protocol::ToProto(ranking, task.request);
       done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       reply.set_request_id(task.request_id);
@@ -456,6 +474,8 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
     return ReplyError(routing, env.type,
                       protocol::MakeError(v1::Error::NOT_FOUND, std::string(request.status().message()), id));
   }
+  std::vector<placer::RejectedCandidate> unrouted;
+  RouteCandidates(*request, unrouted);
   if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) {
     return ReplyError(routing, env.type,
                       protocol::MakeError(v1::Error::INVALID_ARGUMENT, std::string(s.message()), id));
@@ -466,6 +486,7 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
   task.request_id = id;
   task.ranking_id = next_ranking_id_++;
   task.request = *std::move(request);
+  task.unrouted = std::move(unrouted);
   v1::RankRequest candidates_only;
   *candidates_only.mutable_candidates() = req.candidates();
   task.candidates = candidates_only.SerializeAsString();
@@ -719,6 +740,48 @@ void Daemon::Impl::ScoreLinkProfile(const std::string& link, const placer::Traff
   }
   metrics_.Set("phasord_link_score", {{"link", link}, {"source", "probe"}}, sample.score);
   metrics_.Set("phasord_link_excess", {{"link", link}, {"source", "probe"}}, sample.excess);
+}
+
+// Server-form candidates become link shares by the ring traffic model over the
+// configured fabric (the semantics of `phasor rank --topology`): links the
+// request does not define are added with the fabric's capacity; a candidate
+// that cannot be routed is rejected with the reason, after the ranked ones.
+void Daemon::Impl::RouteCandidates(placer::RankRequest& request,
+                                   std::vector<placer::RejectedCandidate>& unrouted) const {
+  if (!fabric_router_) return;  // Rank() rejects server-form candidates itself
+  std::set<std::string> defined;
+  for (const placer::Link& link : request.links) defined.insert(link.id);
+  std::vector<placer::Candidate> kept;
+  kept.reserve(request.candidates.size());
+  for (placer::Candidate& candidate : request.candidates) {
+    if (candidate.servers.empty()) {
+      kept.push_back(std::move(candidate));
+      continue;
+    }
+    absl::StatusOr<topology::PlacementLinkShares> shares = topology::PlacementShares(*fabric_router_, candidate.servers);
+    std::string reason;
+    if (!shares.ok()) reason = std::string(shares.status().message());
+    for (const auto& [job, links] : shares.ok() ? *shares : topology::PlacementLinkShares{}) {
+      if (reason.empty() && candidate.links.contains(job)) {
+        reason = absl::StrCat("job '", job, "' is given both as links and as servers");
+      }
+    }
+    if (!reason.empty()) {
+      unrouted.push_back(placer::RejectedCandidate{candidate.id, std::move(reason)});
+      continue;
+    }
+    for (auto& [job, links] : *shares) {
+      for (const auto& [link, share] : links) {
+        if (defined.insert(link).second) {
+          request.links.push_back(placer::Link{link, fabric_->link(*fabric_->FindLink(link)).capacity_gbps});
+        }
+      }
+      candidate.links[job] = std::move(links);
+    }
+    candidate.servers.clear();
+    kept.push_back(std::move(candidate));
+  }
+  request.candidates = std::move(kept);
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options, Clock clock) {

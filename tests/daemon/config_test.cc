@@ -41,6 +41,7 @@ offset_endpoint: tcp://127.0.0.1:9000
 metrics_listen: "[::1]:9464"
 allow_plain: true
 state_path: /tmp/x.db
+topology_path: /etc/phasor/fabric.yaml
 sqlite_synchronous: full
 keep_rankings: 5
 max_message_bytes: 1000
@@ -58,6 +59,7 @@ log_level: debug
   EXPECT_EQ(o->profile_endpoint, "ipc:///run/phasor/profiles");
   EXPECT_EQ(o->metrics_listen, "[::1]:9464");
   EXPECT_EQ(o->sqlite_synchronous, "full");
+  EXPECT_EQ(o->topology_path, "/etc/phasor/fabric.yaml");
   EXPECT_EQ(o->keep_rankings, 5u);
   EXPECT_EQ(o->max_message_bytes, 1000u);
   EXPECT_EQ(o->max_links_per_request, 11u);

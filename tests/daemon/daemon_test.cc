@@ -5,12 +5,15 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "cmd/phasor/rank_topology.h"
 #include "cmd/phasord/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integrations/client/client.h"
+#include "placer/rank_json.h"
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
 #include "protocol/framing.h"
@@ -98,6 +101,67 @@ TEST(DaemonTest, RankEqualsPlacerRank) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->ranking_id, 2u);
   EXPECT_EQ(c->stale_replies(), 0u);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Server-form candidates routed over the configured fabric: the reply is
+// `phasor rank --topology` on the same input, byte for byte in its JSON form.
+TEST(DaemonTest, ServerFormIsRoutedLikePhasorRankTopology) {
+  const std::string fabric = std::string(PHASOR_SOURCE_DIR) + "/data/examples/leaf_spine.yaml";
+  DaemonHarness h([&](daemon::DaemonOptions& o) { o.topology_path = fabric; });
+  ASSERT_TRUE(h.Start());
+  auto c = Connect(h);
+  absl::StatusOr<placer::RankRequest> request =
+      placer::ParseRankRequest(ReadFile(std::string(PHASOR_SOURCE_DIR) + "/data/examples/rank_servers.json"));
+  ASSERT_TRUE(request.ok()) << request.status().message();
+  absl::StatusOr<client::RankResult> served = c->Rank(*request);
+  ASSERT_TRUE(served.ok()) << served.status().message();
+
+  placer::RankRequest routed = *request;
+  std::vector<placer::RejectedCandidate> unrouted;
+  ASSERT_TRUE(cmd::RouteCandidates(fabric, routed, unrouted).ok());
+  placer::Ranking expected = placer::Rank(routed);
+  expected.rejected.insert(expected.rejected.end(), unrouted.begin(), unrouted.end());
+  ASSERT_FALSE(unrouted.empty());  // the example's "typo" candidate names server s9
+  ExpectRankingsEqual(served->ranking, expected);
+  EXPECT_EQ(placer::RankingToJson(served->ranking).dump(2), placer::RankingToJson(expected).dump(2));
+}
+
+TEST(DaemonTest, ServerFormWithoutTopologyIsRejectedPerCandidate) {
+  DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  auto c = Connect(h);
+  placer::RankRequest request = SampleRankRequest();
+  placer::Candidate servers;
+  servers.id = "by-servers";
+  servers.servers["a"] = {"s1", "s2"};
+  request.candidates.push_back(servers);
+  absl::StatusOr<client::RankResult> served = c->Rank(request);
+  ASSERT_TRUE(served.ok());
+  ExpectRankingsEqual(served->ranking, placer::Rank(request));
+  EXPECT_EQ(served->ranking.rejected.back().candidate, "by-servers");
+}
+
+TEST(DaemonTest, UnreadableTopologyStopsTheStart) {
+  daemon::DaemonOptions o;
+  const std::string dir = ::phasor::testing::MakeTempDir();
+  o.request_endpoint = "ipc://" + dir + "/r";
+  o.profile_endpoint = "ipc://" + dir + "/p";
+  o.offset_endpoint = "ipc://" + dir + "/o";
+  o.metrics_listen = "";
+  o.allow_plain = true;
+  o.state_path = dir + "/state.db";
+  o.topology_path = dir + "/missing.yaml";
+  absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("topology_path: "));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DaemonTest, CommitPublishesOffsetsAndGetOffsetAnswers) {
