@@ -101,6 +101,7 @@ absl::Status FluidNetwork::AddJob(const SimJob& job) {
   JobStats stats;
   stats.id = job.id;
   stats.start_us = job.start_us;
+  stats.last_end_us = job.start_us;
   if (options_.keep_iteration_times) stats.iteration_us.reserve(std::min<uint64_t>(job.iterations, 1u << 20));
   job_stats_.push_back(std::move(stats));
   job_ids_.emplace(job.id, state.stats_index);
@@ -140,6 +141,7 @@ void FluidNetwork::FinishIteration(JobState& job, std::vector<std::string>& comp
   if (options_.keep_iteration_times) stats.iteration_us.push_back(iteration);
   ++stats.iterations_done;
   job.last_end_us = now_us_;
+  stats.last_end_us = now_us_;
   ++job.done;
   if (job.done >= job.spec.iterations) {
     job.phase = Phase::kDone;

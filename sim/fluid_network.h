@@ -71,6 +71,7 @@ struct JobStats {
   uint64_t iterations_done = 0;
   double bytes_delivered = 0;
   double iteration_sum_us = 0;
+  double last_end_us = 0;    // when its last iteration ended (start_us before the first)
   std::vector<double> iteration_us;  // end_k - end_{k-1}, end_{-1} = start_us
   bool finished = false;
 };

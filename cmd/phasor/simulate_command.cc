@@ -11,6 +11,7 @@
 #include "sim/model_catalog.h"
 #include "sim/scenario.h"
 #include "sim/topology_scenario.h"
+#include "sim/trace_replay.h"
 
 namespace phasor::cmd {
 namespace {
@@ -20,6 +21,19 @@ struct SimulateFlags {
   std::string topology;
   std::string models = "data/models";
   bool table = false;
+  std::string trace;
+  std::string scheduler = "themis";
+  std::string plugin = "on";
+  std::string fabric = "leaf-spine:24";
+  double hours = 0;
+  uint32_t max_jobs = 0;
+  uint32_t top_k = 4;
+  uint64_t seed = 1;
+  std::string mode = "once";
+  std::string series;
+  double median_duration_s = 600;
+  double record_at_s = -1;
+  bool progress = true;
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -65,6 +79,37 @@ void RunFixed(const SimulateFlags& flags) {
   if (flags.table) std::cerr << sim::ComparisonTable(*comparison);
 }
 
+void RunTrace(const SimulateFlags& flags) {
+  sim::TraceReplayOptions options;
+  options.trace_path = flags.trace;
+  options.models_dir = flags.models;
+  options.scheduler = flags.scheduler;
+  if (flags.plugin != "on" && flags.plugin != "off") {
+    Fail(kExitBadInput, "--plugin: must be on or off");
+  }
+  options.plugin = flags.plugin == "on";
+  options.fabric = flags.fabric;
+  options.topology_path = flags.topology;
+  options.hours = flags.hours;
+  options.max_jobs = flags.max_jobs;
+  options.top_k = flags.top_k;
+  options.seed = flags.seed;
+  if (flags.mode != "once" && flags.mode != "pace") Fail(kExitBadInput, "--mode: must be once or pace");
+  options.pace = flags.mode == "pace";
+  options.workload_median_duration_s = flags.median_duration_s;
+  options.record_at_s = flags.record_at_s;
+  options.progress = flags.progress ? &std::cerr : nullptr;
+  absl::StatusOr<sim::TraceReport> report = sim::ReplayTrace(options);
+  if (!report.ok()) Fail(CodeOf(report.status()), std::string(report.status().message()));
+  std::cout << sim::TraceReportToJson(*report).dump(2) << "\n";
+  if (flags.table) std::cerr << sim::TraceReportTable(*report);
+  if (!flags.series.empty()) {
+    std::ofstream out(flags.series);
+    if (!out) Fail(kExitFailure, "cannot write '" + flags.series + "'");
+    out << sim::TraceSeriesToJson(*report).dump() << "\n";
+  }
+}
+
 }  // namespace
 
 void AddSimulateCommand(CLI::App& app) {
@@ -80,8 +125,35 @@ void AddSimulateCommand(CLI::App& app) {
                   "Topology YAML: jobs may give \"servers\" (routed, ring all-reduce)");
   cmd->add_option("--models", flags->models, "Model data folder")->capture_default_str();
   cmd->add_flag("--table", flags->table, "Print a readable table to stderr");
+  cmd->add_option("--trace", flags->trace,
+                  "Replay a job trace (Philly CSV or a Pollux workload CSV)");
+  cmd->add_option("--scheduler", flags->scheduler, "themis, pollux or consolidate")
+      ->capture_default_str();
+  cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts")
+      ->capture_default_str();
+  cmd->add_option("--fabric", flags->fabric,
+                  "Generated fabric when no --topology: leaf-spine:N[:oversub] (4 GPUs, 50G NICs)")
+      ->capture_default_str();
+  cmd->add_option("--hours", flags->hours, "Replay only this many hours of arrivals (0: all)");
+  cmd->add_option("--max-jobs", flags->max_jobs, "Replay at most this many jobs (0: all)");
+  cmd->add_option("--top-k", flags->top_k, "Candidates per scheduling round")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "Seed (phases, model assignment)")->capture_default_str();
+  cmd->add_option("--mode", flags->mode, "Shift enforcement: once or pace")->capture_default_str();
+  cmd->add_option("--series", flags->series,
+                  "Trace replay: write iteration times and link load series (JSON) here");
+  cmd->add_option("--median-duration", flags->median_duration_s,
+                  "Pollux workloads: median isolated run time of a job, s")
+      ->capture_default_str();
+  cmd->add_option("--record-at", flags->record_at_s,
+                  "Trace replay: start of the 2 s load-series window, s (default: median arrival)");
+  cmd->add_flag("!--no-progress", flags->progress, "No progress bar on stderr");
   cmd->callback([flags] {
-    if (flags->input.empty()) Fail(kExitBadInput, "missing scenario FILE");
+    if (!flags->trace.empty()) {
+      if (!flags->input.empty()) Fail(kExitBadInput, "give a scenario FILE or --trace, not both");
+      RunTrace(*flags);
+      return;
+    }
+    if (flags->input.empty()) Fail(kExitBadInput, "missing scenario FILE (or --trace)");
     RunFixed(*flags);
   });
 }

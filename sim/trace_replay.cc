@@ -1,0 +1,633 @@
+#include "sim/trace_replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "placer/ranker.h"
+#include "sim/host_scheduler.h"
+#include "sim/model_catalog.h"
+#include "topology/generators.h"
+#include "topology/router.h"
+#include "topology/topology_yaml.h"
+#include "topology/traffic.h"
+
+namespace phasor::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double Unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+std::vector<std::string> Cells(absl::string_view line) {
+  std::vector<std::string> out;
+  for (absl::string_view c : absl::StrSplit(line, ',')) out.emplace_back(absl::StripAsciiWhitespace(c));
+  return out;
+}
+
+// "YYYY-MM-DD HH:MM:SS" -> seconds since 1970-01-01 (UTC), or -1.
+double ParseTimestamp(const std::string& text) {
+  int y, mo, d, h, mi, s;
+  if (std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d", &y, &mo, &d, &h, &mi, &s) != 6) return -1;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
+      s > 60) {
+    return -1;
+  }
+  // Days from civil (H. Hinnant's algorithm).
+  y -= mo <= 2;
+  const int era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const double days = era * 146097.0 + static_cast<double>(doe) - 719468;
+  return days * 86400 + h * 3600 + mi * 60 + s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
+                                                const TraceLoadOptions& options) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("trace: cannot read '", path, "'"));
+  std::string line;
+  if (!std::getline(in, line)) return absl::InvalidArgumentError(path + ":1: empty file");
+  const std::vector<std::string> header = Cells(line);
+  auto col = [&](const char* name) {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  const bool philly = col("timestamp") >= 0 && col("duration") >= 0 && col("num_gpus") >= 0;
+  const bool pollux = col("name") >= 0 && col("time") >= 0 && col("application") >= 0 &&
+                      col("num_replicas") >= 0;
+  if (!philly && !pollux) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ":1: unknown trace header (want Philly: timestamp,duration,num_gpus or Pollux: "
+              "name,time,application,num_replicas)"));
+  }
+  if (philly && options.models.empty()) {
+    return absl::InvalidArgumentError("trace: no models to assign to Philly jobs");
+  }
+  std::vector<TraceJob> jobs;
+  std::mt19937_64 rng(options.seed);
+  int number = 1;
+  while (std::getline(in, line)) {
+    ++number;
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    const std::vector<std::string> c = Cells(line);
+    const std::string where = absl::StrCat(path, ":", number, ": ");
+    TraceJob job;
+    if (philly) {
+      const int t = col("timestamp"), du = col("duration"), g = col("num_gpus");
+      const size_t need = static_cast<size_t>(std::max({t, du, g}));
+      double duration = 0;
+      if (c.size() <= need || !absl::SimpleAtod(c[du], &duration) || !(duration >= 0) ||
+          !absl::SimpleAtoi(c[g], &job.gpus) || job.gpus == 0) {
+        return absl::InvalidArgumentError(where + "malformed row");
+      }
+      const double at = ParseTimestamp(c[t]);
+      if (at < 0) return absl::InvalidArgumentError(where + "timestamp: '" + c[t] + "'");
+      job.id = absl::StrCat("philly-", number - 1);
+      job.arrival_us = at * 1e6;
+      job.duration_s = std::max(1.0, duration);
+      job.model = options.models[SplitMix(options.seed ^ static_cast<uint64_t>(number)) %
+                                 options.models.size()];
+    } else {
+      const int n = col("name"), t = col("time"), a = col("application"), r = col("num_replicas");
+      const size_t need = static_cast<size_t>(std::max({n, t, a, r}));
+      double at = 0;
+      if (c.size() <= need || !absl::SimpleAtod(c[t], &at) || !(at >= 0) ||
+          !absl::SimpleAtoi(c[r], &job.gpus) || job.gpus == 0 || c[n].empty()) {
+        return absl::InvalidArgumentError(where + "malformed row");
+      }
+      job.id = c[n];
+      job.arrival_us = at * 1e6;
+      job.model = c[a];
+      // Log-normal (sigma 0.8) around the median, by Box-Muller.
+      const double u1 = std::max(1e-12, Unit(rng())), u2 = Unit(rng());
+      const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+      job.duration_s = options.workload_median_duration_s * std::clamp(std::exp(0.8 * z), 0.2, 5.0);
+    }
+    jobs.push_back(std::move(job));
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.arrival_us < b.arrival_us; });
+  if (!jobs.empty()) {
+    const double first = jobs.front().arrival_us;
+    for (TraceJob& job : jobs) job.arrival_us -= first;
+  }
+  std::vector<TraceJob> kept;
+  for (TraceJob& job : jobs) {
+    if (options.hours > 0 && job.arrival_us >= options.hours * 3600e6) break;
+    if (options.max_jobs > 0 && kept.size() >= options.max_jobs) break;
+    if (options.max_gpus > 0 && job.gpus > options.max_gpus) continue;
+    kept.push_back(std::move(job));
+  }
+  return kept;
+}
+
+namespace {
+
+absl::StatusOr<topology::Topology> MakeFabric(const TraceReplayOptions& options) {
+  if (!options.topology_path.empty()) return topology::LoadTopologyYaml(options.topology_path);
+  std::vector<std::string> parts = absl::StrSplit(options.fabric, ':');
+  topology::LeafSpineOptions ls;
+  uint32_t servers = 0, per_leaf = 8;
+  double oversub = 2;
+  if (parts.size() < 2 || parts.size() > 4 || parts[0] != "leaf-spine" ||
+      !absl::SimpleAtoi(parts[1], &servers) || servers == 0 ||
+      (parts.size() > 2 && (!absl::SimpleAtod(parts[2], &oversub) || !(oversub > 0))) ||
+      (parts.size() > 3 && (!absl::SimpleAtoi(parts[3], &per_leaf) || per_leaf == 0))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--fabric: '", options.fabric, "' is not leaf-spine:N[:OVERSUB[:PER_LEAF]]"));
+  }
+  ls.servers_per_leaf = std::min(per_leaf, servers);
+  ls.leaves = (servers + ls.servers_per_leaf - 1) / ls.servers_per_leaf;
+  ls.spines = 2;
+  ls.servers = servers;
+  ls.gpus_per_server = 4;
+  ls.nic_gbps = kMeasuredNicGbps;
+  ls.oversubscription = oversub;
+  return topology::MakeLeafSpine(ls);
+}
+
+struct Running {
+  std::string id;
+  size_t stats_index = 0;
+  bool networked = false;
+  std::vector<std::string> gpu_servers;  // one entry per GPU
+  std::map<std::string, double> links;
+  placer::TrafficProfile profile;
+  double isolated_iteration_us = 0;
+  std::string placement;
+};
+
+// What a job would run as on `gpu_servers`.
+struct Plan {
+  SimJob sim;
+  Running running;
+};
+
+class Replayer {
+ public:
+  Replayer(const TraceReplayOptions& options, const ModelCatalog& models,
+           const topology::Topology& topo)
+      : options_(options), models_(models), topo_(topo), router_(topo) {}
+
+  absl::StatusOr<TraceReport> Run(std::vector<TraceJob> jobs) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> adapter =
+        MakeReferenceScheduler(options_.scheduler, &models_);
+    if (!adapter.ok()) return adapter.status();
+    scheduler_ = std::move(*adapter);
+    report_.scheduler = options_.scheduler;
+    report_.plugin = options_.plugin;
+    report_.pace = options_.pace;
+
+    std::vector<SimLink> links;
+    for (const topology::Link& l : topo_.links()) {
+      links.push_back({l.id, l.capacity_gbps});
+      report_.capacity_gbps[l.id] = l.capacity_gbps;
+    }
+    for (topology::NodeIndex s : topo_.Servers()) {
+      const topology::Node& node = topo_.node(s);
+      ServerView view;
+      view.id = node.id;
+      view.gpus = node.gpus;
+      view.free_gpus = node.gpus;
+      view.rack = node.out.empty() ? "" : topo_.node(topo_.link(node.out.front()).to).id;
+      servers_.push_back(view);
+      report_.gpus += node.gpus;
+    }
+    report_.servers = servers_.size();
+    report_.links = links.size();
+    // Jobs the whole cluster cannot hold never start.
+    std::vector<TraceJob> fitting;
+    for (TraceJob& job : jobs) {
+      if (job.gpus > report_.gpus) {
+        ++report_.unfinished;
+      } else {
+        fitting.push_back(std::move(job));
+      }
+    }
+    jobs = std::move(fitting);
+    for (const TraceJob& job : jobs) trace_[job.id] = job;
+
+    FluidNetworkOptions net_options;
+    if (!jobs.empty()) {
+      double at = options_.record_at_s;
+      if (at < 0) at = jobs[jobs.size() / 2].arrival_us / 1e6;
+      report_.record_from_us = at * 1e6;
+      report_.record_to_us = report_.record_from_us + options_.record_window_s * 1e6;
+      for (const SimLink& l : links) net_options.record_links.push_back(l.id);
+      net_options.record_from_us = report_.record_from_us;
+      net_options.record_to_us = report_.record_to_us;
+    }
+    net_ = std::make_unique<FluidNetwork>(links, net_options);
+
+    const double horizon = jobs.empty() ? 0 : jobs.back().arrival_us;
+    size_t next = 0;
+    auto last_progress = wall_start;
+    bool progress_shown = false;
+    while (next < jobs.size() || !pending_.empty() || net_->running_jobs() > 0) {
+      const double until = next < jobs.size() ? jobs[next].arrival_us : kInf;
+      if (until == kInf && net_->running_jobs() == 0) {
+        // Nothing runs and nothing arrives: what is pending can never start.
+        report_.unfinished += pending_.size();
+        break;
+      }
+      for (const std::string& id : net_->AdvanceUntil(until)) Complete(id);
+      while (next < jobs.size() && jobs[next].arrival_us <= net_->now_us()) {
+        const TraceJob& job = jobs[next++];
+        pending_.push_back({job.id, job.model, job.gpus, job.arrival_us, job.duration_s * 1e6});
+      }
+      absl::Status round = Round();
+      if (!round.ok()) return round;
+      if (options_.progress != nullptr) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_progress > std::chrono::milliseconds(250) &&
+            now - wall_start > std::chrono::seconds(1)) {
+          last_progress = now;
+          progress_shown = true;
+          ShowProgress(std::min(1.0, horizon > 0 ? net_->now_us() / horizon : 1.0), jobs.size());
+        }
+      }
+    }
+    if (progress_shown) {
+      ShowProgress(1.0, jobs.size());
+      *options_.progress << "\n";
+    }
+    Finish();
+    report_.events = net_->events();
+    report_.wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return std::move(report_);
+  }
+
+ private:
+  void ShowProgress(double fraction, size_t total) {
+    const int width = 30;
+    const int filled = static_cast<int>(fraction * width);
+    *options_.progress << absl::StrFormat(
+        "\r[%s%s] %3.0f%%  sim %.2f h  jobs done %zu/%zu  running %zu  pending %zu ",
+        std::string(filled, '#'), std::string(width - filled, '.'), fraction * 100,
+        net_->now_us() / 3600e6, report_.jobs.size(), total, net_->running_jobs(),
+        pending_.size());
+    options_.progress->flush();
+  }
+
+  absl::StatusOr<Plan> MakePlan(const std::string& id, const std::vector<std::string>& gpu_servers) {
+    const TraceJob& job = trace_.at(id);
+    Plan plan;
+    Running& r = plan.running;
+    r.id = id;
+    r.gpu_servers = gpu_servers;
+    r.placement = PlacementString(gpu_servers);
+    absl::StatusOr<ModelTiming> timing = models_.Lookup(job.model, r.placement);
+    if (!timing.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trace job '", id, "': ", timing.status().message()));
+    }
+    std::vector<std::string> distinct;
+    for (const std::string& s : gpu_servers) {
+      if (std::find(distinct.begin(), distinct.end(), s) == distinct.end()) distinct.push_back(s);
+    }
+    r.networked = distinct.size() > 1 && timing->comm_bytes > 0;
+    const double comm_us = timing->comm_bytes * 8 / (kMeasuredNicGbps * 1e3);
+    r.isolated_iteration_us = timing->compute_us + comm_us;
+    plan.sim.id = id;
+    plan.sim.nic_gbps = kMeasuredNicGbps;
+    if (r.networked) {
+      absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router_, id, distinct);
+      if (!shares.ok()) return shares.status();
+      r.links = std::map<std::string, double>(shares->begin(), shares->end());
+      r.profile = JobProfile(timing->compute_us, timing->comm_bytes, kMeasuredNicGbps,
+                             options_.pace ? options_.quantum_us : 0);
+      plan.sim.compute_us = timing->compute_us;
+      plan.sim.comm_bytes = timing->comm_bytes;
+      plan.sim.links = r.links;
+      plan.sim.iterations = static_cast<uint64_t>(
+          std::max(1.0, std::round(job.duration_s * 1e6 / r.isolated_iteration_us)));
+    } else {
+      // One server: no link carries it; its run is one compute phase.
+      plan.sim.compute_us = job.duration_s * 1e6;
+      plan.sim.comm_bytes = 0;
+      plan.sim.iterations = 1;
+    }
+    return plan;
+  }
+
+  placer::Job RankJob(const std::string& rank_id, const placer::TrafficProfile& profile) {
+    placer::Job j;
+    j.id = rank_id;
+    j.profile = profile;
+    return j;
+  }
+
+  absl::Status Round() {
+    if (pending_.empty()) return absl::OkStatus();
+    SchedulingRound round;
+    round.now_us = net_->now_us();
+    round.servers = servers_;
+    round.pending = pending_;
+    const uint32_t k = options_.plugin ? std::max<uint32_t>(1, options_.top_k) : 1;
+    absl::StatusOr<std::vector<CandidateAllocation>> candidates = scheduler_->Propose(round, k);
+    if (!candidates.ok()) return candidates.status();
+    if (candidates->empty()) return absl::OkStatus();
+    ++report_.rounds;
+    // Plans of every candidate (a job's plan depends on its servers).
+    std::vector<std::map<std::string, Plan>> plans(candidates->size());
+    for (size_t c = 0; c < candidates->size(); ++c) {
+      for (const auto& [id, gpu_servers] : (*candidates)[c].servers) {
+        absl::StatusOr<Plan> plan = MakePlan(id, gpu_servers);
+        if (!plan.ok()) return plan.status();
+        plans[c].emplace(id, std::move(*plan));
+      }
+    }
+    size_t chosen = 0;
+    std::map<std::string, uint32_t> shifts;
+    if (options_.plugin) {
+      placer::RankRequest request;
+      request.options.circle.quantum_us = options_.quantum_us;
+      for (const topology::Link& l : topo_.links()) request.links.push_back({l.id, l.capacity_gbps});
+      std::map<std::string, std::map<std::string, double>> running_links;
+      for (const auto& [id, r] : running_) {
+        if (!r.networked) continue;
+        placer::Job j = RankJob(id, r.profile);
+        const JobStats& stats = net_->job_stats()[r.stats_index];
+        const double reference = options_.pace ? stats.start_us : stats.last_end_us;
+        j.pinned_shift_us = static_cast<uint32_t>(std::fmod(reference, r.profile.period_us));
+        if (*j.pinned_shift_us >= r.profile.period_us) j.pinned_shift_us = 0;
+        request.jobs.push_back(j);
+        running_links[id] = Clamp(r.links);
+      }
+      bool any_new_networked = false;
+      for (size_t c = 0; c < plans.size(); ++c) {
+        placer::Candidate candidate;
+        candidate.id = std::to_string(c);
+        candidate.links = running_links;
+        for (const auto& [id, plan] : plans[c]) {
+          if (!plan.running.networked) continue;
+          const std::string rank_id = absl::StrCat(id, "@", c);
+          request.jobs.push_back(RankJob(rank_id, plan.running.profile));
+          candidate.links[rank_id] = Clamp(plan.running.links);
+          any_new_networked = true;
+        }
+        request.candidates.push_back(Contended(std::move(candidate)));
+      }
+      if (any_new_networked) {
+        absl::Status valid = placer::ValidateRankRequest(request);
+        if (!valid.ok()) return valid;
+        const placer::Ranking ranking = placer::Rank(request);
+        ++report_.ranked_rounds;
+        if (!ranking.ranked.empty()) {
+          const placer::RankedCandidate& best = ranking.ranked.front();
+          chosen = std::stoul(best.candidate);
+          const std::string suffix = absl::StrCat("@", chosen);
+          for (const auto& [rank_id, shift] : best.shifts_us) {
+            if (rank_id.size() > suffix.size() &&
+                rank_id.compare(rank_id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+              shifts[rank_id.substr(0, rank_id.size() - suffix.size())] = shift;
+            }
+          }
+        }
+      }
+    }
+    for (auto& [id, plan] : plans[chosen]) {
+      const double now = net_->now_us();
+      plan.sim.start_us = now;
+      auto shift = shifts.find(id);
+      if (shift != shifts.end() && plan.running.networked) {
+        const double period = plan.running.profile.period_us;
+        const double n = std::ceil((now - shift->second) / period);
+        plan.sim.start_us = std::max(now, shift->second + n * period);
+        if (options_.pace) plan.sim.pace_period_us = period;
+      }
+      plan.running.stats_index = net_->job_stats().size();
+      absl::Status added = net_->AddJob(plan.sim);
+      if (!added.ok()) return added;
+      for (const std::string& s : plan.running.gpu_servers) {
+        for (ServerView& v : servers_) {
+          if (v.id == s) --v.free_gpus;
+        }
+      }
+      std::erase_if(pending_, [&](const PendingJob& p) { return p.id == id; });
+      running_.emplace(id, std::move(plan.running));
+    }
+    return absl::OkStatus();
+  }
+
+  // The candidate restricted to its contended links, one link per group of
+  // links that carry the same jobs with the same shares at the same capacity:
+  // such links get the same score from the placer, and a ring on a
+  // leaf-spine fabric crosses many of them (one per spine), which multiplies
+  // the loops of the affinity graph the placer explores.
+  placer::Candidate Contended(placer::Candidate candidate) const {
+    std::map<std::string, std::vector<std::pair<std::string, double>>> jobs_of_link;
+    for (const auto& [job, links] : candidate.links) {
+      for (const auto& [link, share] : links) jobs_of_link[link].emplace_back(job, share);
+    }
+    std::map<std::pair<double, std::vector<std::pair<std::string, double>>>, std::string> first;
+    std::set<std::string> keep;
+    for (const auto& [link, jobs] : jobs_of_link) {
+      if (jobs.size() < 2) continue;
+      const double capacity = report_.capacity_gbps.at(link);
+      if (first.emplace(std::make_pair(capacity, jobs), link).second) keep.insert(link);
+    }
+    for (auto& [job, links] : candidate.links) {
+      std::erase_if(links, [&](const auto& l) { return !keep.contains(l.first); });
+    }
+    std::erase_if(candidate.links, [](const auto& j) { return j.second.empty(); });
+    return candidate;
+  }
+
+  static std::map<std::string, double> Clamp(const std::map<std::string, double>& links) {
+    std::map<std::string, double> out;
+    for (const auto& [l, s] : links) out[l] = std::min(1.0, s);
+    return out;
+  }
+
+  void Complete(const std::string& id) {
+    auto it = running_.find(id);
+    if (it == running_.end()) return;
+    const Running& r = it->second;
+    const JobStats& stats = net_->job_stats()[r.stats_index];
+    const TraceJob& job = trace_.at(id);
+    TraceJobResult result;
+    result.id = id;
+    result.model = job.model;
+    result.gpus = job.gpus;
+    result.placement = r.placement;
+    result.networked = r.networked;
+    result.arrival_us = job.arrival_us;
+    result.start_us = stats.start_us;
+    result.finish_us = stats.finish_us;
+    result.isolated_iteration_us = r.isolated_iteration_us;
+    if (r.networked) {
+      result.iteration_us = Summarize(stats.iteration_us);
+      result.slowdown = result.iteration_us.mean / r.isolated_iteration_us;
+      for (double t : stats.iteration_us) slowdowns_.push_back(t / r.isolated_iteration_us);
+    } else {
+      result.iteration_us = {r.isolated_iteration_us, r.isolated_iteration_us,
+                             r.isolated_iteration_us};
+    }
+    report_.jobs.push_back(std::move(result));
+    for (const std::string& s : r.gpu_servers) {
+      for (ServerView& v : servers_) {
+        if (v.id == s) ++v.free_gpus;
+      }
+    }
+    running_.erase(it);
+  }
+
+  void Finish() {
+    std::vector<double> jct, queue;
+    for (const TraceJobResult& j : report_.jobs) {
+      jct.push_back((j.finish_us - j.arrival_us) / 1e6);
+      queue.push_back((j.start_us - j.arrival_us) / 1e6);
+      report_.makespan_s = std::max(report_.makespan_s, j.finish_us / 1e6);
+    }
+    report_.jct_s = Summarize(jct);
+    report_.queueing_s = Summarize(queue);
+    report_.iteration_slowdown = Summarize(slowdowns_);
+    for (const LinkStats& l : net_->link_stats()) report_.excess_bytes += l.excess_bytes;
+    for (const topology::Link& l : topo_.links()) {
+      const std::vector<LoadPoint>& series = net_->load_series(l.id);
+      bool loaded = false;
+      for (const LoadPoint& p : series) loaded = loaded || p.gbps > 0;
+      if (loaded) report_.load[l.id] = series;
+    }
+    const size_t stride = std::max<size_t>(1, slowdowns_.size() / 20000);
+    for (size_t i = 0; i < slowdowns_.size(); i += stride) {
+      report_.slowdown_samples.push_back(slowdowns_[i]);
+    }
+  }
+
+  const TraceReplayOptions& options_;
+  const ModelCatalog& models_;
+  const topology::Topology& topo_;
+  topology::Router router_;
+  std::unique_ptr<HostSchedulerAdapter> scheduler_;
+  std::unique_ptr<FluidNetwork> net_;
+  std::vector<ServerView> servers_;
+  std::map<std::string, TraceJob> trace_;
+  std::vector<PendingJob> pending_;
+  std::map<std::string, Running> running_;
+  std::vector<double> slowdowns_;
+  TraceReport report_;
+};
+
+}  // namespace
+
+absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
+  if (options.top_k == 0) return absl::InvalidArgumentError("--top-k: must be >= 1");
+  if (options.quantum_us == 0) return absl::InvalidArgumentError("quantum_us: must be >= 1");
+  absl::StatusOr<ModelCatalog> models = ModelCatalog::Load(options.models_dir);
+  if (!models.ok()) return models.status();
+  absl::StatusOr<topology::Topology> topo = MakeFabric(options);
+  if (!topo.ok()) return topo.status();
+  TraceLoadOptions load;
+  load.seed = options.seed;
+  load.hours = options.hours;
+  load.max_jobs = options.max_jobs;
+  load.workload_median_duration_s = options.workload_median_duration_s;
+  load.models = models->MeasuredModels();
+  absl::StatusOr<std::vector<TraceJob>> jobs = LoadTrace(options.trace_path, load);
+  if (!jobs.ok()) return jobs.status();
+  for (const TraceJob& job : *jobs) {
+    if (!models->Lookup(job.model, "1").ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("trace job '", job.id, "': model '",
+                                                     job.model, "' is not in the model data"));
+    }
+  }
+  Replayer replayer(options, *models, *topo);
+  return replayer.Run(std::move(*jobs));
+}
+
+namespace {
+
+nlohmann::ordered_json SummaryJson(const IterationSummary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p99", s.p99}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
+  nlohmann::ordered_json out;
+  out["scheduler"] = r.scheduler;
+  out["plugin"] = r.plugin ? "on" : "off";
+  out["mode"] = r.pace ? "pace" : "once";
+  out["cluster"] = {{"servers", r.servers}, {"gpus", r.gpus}, {"links", r.links}};
+  out["jobs_completed"] = r.jobs.size();
+  out["jobs_unfinished"] = r.unfinished;
+  out["jct_s"] = SummaryJson(r.jct_s);
+  out["queueing_s"] = SummaryJson(r.queueing_s);
+  out["iteration_slowdown"] = SummaryJson(r.iteration_slowdown);
+  out["excess_bytes"] = r.excess_bytes;
+  out["makespan_s"] = r.makespan_s;
+  out["rounds"] = r.rounds;
+  out["ranked_rounds"] = r.ranked_rounds;
+  out["events"] = r.events;
+  out["wall_s"] = r.wall_s;
+  out["jobs"] = nlohmann::ordered_json::array();
+  for (const TraceJobResult& j : r.jobs) {
+    out["jobs"].push_back({{"id", j.id},
+                           {"model", j.model},
+                           {"gpus", j.gpus},
+                           {"placement", j.placement},
+                           {"networked", j.networked},
+                           {"arrival_s", j.arrival_us / 1e6},
+                           {"start_s", j.start_us / 1e6},
+                           {"finish_s", j.finish_us / 1e6},
+                           {"isolated_iteration_us", j.isolated_iteration_us},
+                           {"iteration_us", SummaryJson(j.iteration_us)},
+                           {"slowdown", j.slowdown}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json TraceSeriesToJson(const TraceReport& r) {
+  nlohmann::ordered_json out;
+  out["window_us"] = {r.record_from_us, r.record_to_us};
+  out["links"] = nlohmann::ordered_json::object();
+  for (const auto& [id, series] : r.load) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const LoadPoint& p : series) points.push_back({p.time_us, p.gbps});
+    out["links"][id] = {{"capacity_gbps", r.capacity_gbps.at(id)}, {"load", points}};
+  }
+  out["slowdown_samples"] = r.slowdown_samples;
+  return out;
+}
+
+std::string TraceReportTable(const TraceReport& r) {
+  return absl::StrFormat(
+      "%s, plugin %s (%s): %zu jobs done, %zu unfinished, on %zu servers / %zu GPUs\n"
+      "  JCT s          mean %10.1f  p50 %10.1f  p99 %10.1f\n"
+      "  queueing s     mean %10.1f  p50 %10.1f  p99 %10.1f\n"
+      "  iter slowdown  mean %10.3f  p50 %10.3f  p99 %10.3f\n"
+      "  excess bytes   %.3g   makespan %.1f s   rounds %llu (ranked %llu)   %llu events in "
+      "%.1f s\n",
+      r.scheduler, r.plugin ? "on" : "off", r.pace ? "pace" : "once", r.jobs.size(),
+      r.unfinished, r.servers, r.gpus, r.jct_s.mean, r.jct_s.p50, r.jct_s.p99, r.queueing_s.mean,
+      r.queueing_s.p50, r.queueing_s.p99, r.iteration_slowdown.mean, r.iteration_slowdown.p50,
+      r.iteration_slowdown.p99, r.excess_bytes, r.makespan_s,
+      static_cast<unsigned long long>(r.rounds), static_cast<unsigned long long>(r.ranked_rounds),
+      static_cast<unsigned long long>(r.events), r.wall_s);
+}
+
+}  // namespace phasor::sim

@@ -1,0 +1,131 @@
+// Trace-driven runs (`phasor simulate --trace`): job arrivals from a real
+// trace are replayed through a host scheduler (HostSchedulerAdapter) on a
+// fabric, with the phasor plugin on or off, and the run reports job
+// completion times, iteration slowdowns and excess bytes.
+//
+// Traces (format detected from the CSV header):
+//   - Philly (traces/philly_pollux.csv): timestamp, duration (s), num_gpus.
+//     Rows are sorted by submit time; each job gets a measured model chosen
+//     by a seeded hash of its row; its duration is its isolated run time.
+//   - Pollux workloads (pollux_workloads/workload-N.csv): name, time (s),
+//     application (the model), num_replicas. These windows carry no
+//     duration: each job's isolated run time is drawn (seeded) from a
+//     log-normal distribution with median `workload_median_duration_s`,
+//     clipped to [0.2, 5] x the median.
+//
+// Each job's iteration comes from the model catalogue for its placement
+// (GPUs per server); a job on one server loads no link and is simulated as
+// one compute phase of its whole run. With the plugin on, every scheduling
+// round ranks the host's K candidates with the running jobs pinned at their
+// current phase, runs the best one and starts each new job at its next slot;
+// with it off, the host's first candidate runs and jobs start at once.
+//
+// Scheduling is non-preemptive; rounds run at every arrival and completion.
+#ifndef PHASOR_SIM_TRACE_REPLAY_H_
+#define PHASOR_SIM_TRACE_REPLAY_H_
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "sim/fluid_network.h"
+#include "sim/scenario.h"
+
+namespace phasor::sim {
+
+struct TraceJob {
+  std::string id;
+  double arrival_us = 0;   // from the first arrival of the replayed window
+  uint32_t gpus = 1;
+  std::string model;
+  double duration_s = 0;   // isolated run time
+};
+
+struct TraceLoadOptions {
+  uint64_t seed = 1;                         // model assignment, drawn durations
+  double hours = 0;                          // keep arrivals in the first `hours` (0: all)
+  uint32_t max_jobs = 0;                     // keep the first N jobs (0: all)
+  uint32_t max_gpus = 0;                     // drop jobs asking more GPUs (0: keep all)
+  double workload_median_duration_s = 600;   // Pollux workloads: median isolated run time
+  std::vector<std::string> models;           // Philly: the models to assign (must not be empty)
+};
+
+// Reads a trace. InvalidArgument "<path>:<line>: <what>" for a malformed row
+// or an unknown header; NotFound when the file cannot be read.
+absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
+                                                const TraceLoadOptions& options);
+
+struct TraceReplayOptions {
+  std::string trace_path;
+  std::string models_dir = "data/models";
+  std::string scheduler = "themis";      // themis | pollux | consolidate
+  bool plugin = true;                    // phasor ranks the top-K and sets shifts
+  // Generated fabric when topology_path is empty: "leaf-spine:N[:OVERSUB[:PER_LEAF]]"
+  // = N servers of 4 GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf,
+  // 2 spines, uplinks oversubscribed OVERSUB:1 (default 2).
+  std::string fabric = "leaf-spine:24";
+  std::string topology_path;             // a topology YAML instead
+  double hours = 0;                      // see TraceLoadOptions
+  uint32_t max_jobs = 0;
+  double workload_median_duration_s = 600;
+  uint32_t top_k = 4;                    // candidates per round
+  uint64_t seed = 1;
+  bool pace = false;                     // SPEC 7 mode `pace` instead of `once`
+  uint32_t quantum_us = 1000;
+  // Load series of every loaded link over [record_at_s, record_at_s +
+  // record_window_s) of simulated time (for the demo's plots); < 0: at the
+  // median arrival.
+  double record_at_s = -1;
+  double record_window_s = 2;
+  std::ostream* progress = nullptr;      // a progress bar here when set
+};
+
+struct TraceJobResult {
+  std::string id;
+  std::string model;
+  uint32_t gpus = 0;
+  std::string placement;        // GPUs per server ("44")
+  bool networked = false;       // spans more than one server
+  double arrival_us = 0, start_us = 0, finish_us = 0;
+  double isolated_iteration_us = 0;
+  IterationSummary iteration_us;
+  double slowdown = 1;          // mean iteration / isolated iteration
+};
+
+struct TraceReport {
+  std::string scheduler;
+  bool plugin = false;
+  bool pace = false;
+  size_t servers = 0, gpus = 0, links = 0;
+  std::vector<TraceJobResult> jobs;  // completed jobs, in trace order
+  size_t unfinished = 0;             // never placed (too large for the cluster)
+  IterationSummary jct_s;            // job completion time = finish - arrival
+  IterationSummary queueing_s;       // start - arrival
+  IterationSummary iteration_slowdown;  // every iteration of networked jobs / isolated
+  double excess_bytes = 0;
+  double makespan_s = 0;
+  uint64_t rounds = 0, ranked_rounds = 0, events = 0;
+  double wall_s = 0;
+  // Plots: link -> load series in the record window, link capacities, and
+  // (up to 20000) sampled iteration slowdowns.
+  std::map<std::string, std::vector<LoadPoint>> load;
+  std::map<std::string, double> capacity_gbps;
+  double record_from_us = 0, record_to_us = 0;
+  std::vector<double> slowdown_samples;
+};
+
+// Runs one replay. Errors: InvalidArgument for bad options or trace rows
+// (named), NotFound for missing files.
+absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options);
+
+nlohmann::ordered_json TraceReportToJson(const TraceReport& report);
+nlohmann::ordered_json TraceSeriesToJson(const TraceReport& report);
+std::string TraceReportTable(const TraceReport& report);
+
+}  // namespace phasor::sim
+
+#endif  // PHASOR_SIM_TRACE_REPLAY_H_

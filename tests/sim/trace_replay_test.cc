@@ -1,0 +1,198 @@
+#include "sim/trace_replay.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/host_scheduler.h"
+
+namespace phasor::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("phasor_sim_test_" + name)).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+SchedulingRound TwoRacks() {
+  SchedulingRound round;
+  for (int i = 1; i <= 4; ++i) {
+    round.servers.push_back({"s" + std::to_string(i), i <= 2 ? "leaf1" : "leaf2", 4, 4});
+  }
+  return round;
+}
+
+TEST(HostSchedulerTest, ConsolidateFirstPacksInOneRackAndBackfills) {
+  auto scheduler = MakeReferenceScheduler("consolidate", nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  SchedulingRound round = TwoRacks();
+  round.servers[0].free_gpus = 1;  // s1 nearly full
+  round.pending = {{"big", "bert", 8, 0, 1e6}, {"huge", "bert", 64, 0, 1e6},
+                   {"small", "bert", 1, 0, 1e6}};
+  auto candidates = (*scheduler)->Propose(round, 1);
+  ASSERT_TRUE(candidates.ok());
+  ASSERT_EQ(candidates->size(), 1u);
+  const auto& c = (*candidates)[0].servers;
+  // 8 GPUs cannot fit in leaf1 (s1 has 1 free): leaf2's two servers.
+  EXPECT_THAT(c.at("big"), ::testing::ElementsAre("s3", "s3", "s3", "s3", "s4", "s4", "s4", "s4"));
+  EXPECT_FALSE(c.contains("huge"));  // never fits; later jobs still run (backfill)
+  EXPECT_THAT(c.at("small"), ::testing::ElementsAre("s1"));  // best fit
+}
+
+TEST(HostSchedulerTest, ThemisOrdersByFinishTimeFairnessAndOffersSeveralCandidates) {
+  auto scheduler = MakeReferenceScheduler("themis", nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  SchedulingRound round = TwoRacks();
+  round.now_us = 100e6;
+  // Both want 12 of the 16 GPUs: only one can run. "short" waited 90 s for a
+  // 10 s job (rho 10), "long" 100 s for a 1000 s job (rho 1.1): short wins.
+  round.pending = {{"long", "bert", 12, 0, 1000e6}, {"short", "bert", 12, 10e6, 10e6}};
+  auto candidates = (*scheduler)->Propose(round, 4);
+  ASSERT_TRUE(candidates.ok());
+  ASSERT_GE(candidates->size(), 2u);
+  for (const CandidateAllocation& c : *candidates) {
+    EXPECT_TRUE(c.servers.contains("short"));
+    EXPECT_FALSE(c.servers.contains("long"));
+  }
+  EXPECT_NE((*candidates)[0].servers, (*candidates)[1].servers);
+}
+
+TEST(HostSchedulerTest, PolluxPicksTheShapeWithTheBestMeasuredStep) {
+  absl::StatusOr<ModelCatalog> models = ModelCatalog::Load("data/models");
+  ASSERT_TRUE(models.ok());
+  auto scheduler = MakeReferenceScheduler("pollux", &*models);
+  ASSERT_TRUE(scheduler.ok());
+  SchedulingRound round = TwoRacks();
+  round.pending = {{"j", "cifar10", 4, 0, 1e6}};
+  auto candidates = (*scheduler)->Propose(round, 1);
+  ASSERT_TRUE(candidates.ok());
+  ASSERT_EQ(candidates->size(), 1u);
+  // The shape the measurements favour among "4", "22" and "1111".
+  const std::string placement = PlacementString((*candidates)[0].servers.at("j"));
+  double best = 1e18;
+  std::string best_shape;
+  for (const char* shape : {"4", "22", "1111"}) {
+    absl::StatusOr<ModelTiming> t = models->Lookup("cifar10", shape);
+    ASSERT_TRUE(t.ok());
+    if (t->compute_us + t->sync_us < best) {
+      best = t->compute_us + t->sync_us;
+      best_shape = shape;
+    }
+  }
+  EXPECT_EQ(placement, best_shape);
+  EXPECT_EQ(MakeReferenceScheduler("slurm", nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(HostSchedulerTest, PlacementStringCountsGpusPerServerInOrder) {
+  EXPECT_EQ(PlacementString({"s2", "s2", "s1", "s2", "s3"}), "311");
+  EXPECT_EQ(PlacementString({}), "");
+}
+
+TEST(TraceTest, LoadsPhillyAndPolluxTracesSortedByArrival) {
+  const std::string philly = WriteTemp("philly.csv",
+                                       "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                                       "2017-10-09 07:01:55,66.0,1,66.0,x\n"
+                                       "2017-10-09 06:13:03,2951.0,8,2951.0,y\n");
+  TraceLoadOptions options;
+  options.models = {"bert", "ncf"};
+  auto jobs = LoadTrace(philly, options);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].gpus, 8u);
+  EXPECT_EQ((*jobs)[0].arrival_us, 0);
+  EXPECT_EQ((*jobs)[1].arrival_us, (48 * 60 + 52) * 1e6);  // 07:01:55 - 06:13:03
+  EXPECT_EQ((*jobs)[0].duration_s, 2951);
+  const std::string pollux = WriteTemp("pollux.csv",
+                                       "name,time,application,num_replicas,batch_size\n"
+                                       "b,200,bert,4,32\na,107,cifar10,6,2048\n");
+  jobs = LoadTrace(pollux, options);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ((*jobs)[0].id, "a");
+  EXPECT_EQ((*jobs)[0].model, "cifar10");
+  EXPECT_EQ((*jobs)[1].arrival_us, 93e6);
+  EXPECT_GE((*jobs)[0].duration_s, 0.2 * 600);
+  EXPECT_LE((*jobs)[0].duration_s, 5 * 600);
+}
+
+TEST(TraceTest, RejectsMalformedTraces) {
+  TraceLoadOptions options;
+  options.models = {"bert"};
+  EXPECT_THAT(std::string(LoadTrace(WriteTemp("bad1.csv", "a,b\n1,2\n"), options).status().message()),
+              HasSubstr(":1: unknown trace header"));
+  EXPECT_THAT(std::string(LoadTrace(WriteTemp("bad2.csv",
+                                              "timestamp,duration,num_gpus\nyesterday,1,1\n"),
+                                    options)
+                              .status()
+                              .message()),
+              HasSubstr(":2: timestamp"));
+  EXPECT_THAT(std::string(LoadTrace(WriteTemp("bad3.csv",
+                                              "name,time,application,num_replicas\nx,1,bert,0\n"),
+                                    options)
+                              .status()
+                              .message()),
+              HasSubstr(":2: malformed row"));
+  EXPECT_EQ(LoadTrace("/nonexistent.csv", options).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Two 12-GPU deepspeech2 jobs (measured "444": Up is 33% of the iteration) on
+// 3 leaves of 2 servers: consolidation puts one on leaf1 + 1 server of leaf2,
+// the other on leaf2's other server + leaf3, so both rings cross leaf2's
+// links to the spines (2:1 oversubscribed: 25 Gbit/s, each job alone fills
+// it). Both arrive together; without the plugin they start together and
+// collide; with it the placer's shifts interleave their Up phases.
+TEST(TraceReplayTest, PluginRemovesCollisionsOnASharedUplink) {
+  const std::string trace = WriteTemp("two_jobs.csv",
+                                      "name,time,application,num_replicas,batch_size\n"
+                                      "a,0,deepspeech2,12,32\nb,0,deepspeech2,12,32\n");
+  TraceReplayOptions options;
+  options.trace_path = trace;
+  options.models_dir = "data/models";
+  options.scheduler = "consolidate";
+  options.fabric = "leaf-spine:6:2:2";
+  options.workload_median_duration_s = 60;
+  options.top_k = 1;
+  options.plugin = false;
+  absl::StatusOr<TraceReport> off = ReplayTrace(options);
+  ASSERT_TRUE(off.ok()) << off.status();
+  options.plugin = true;
+  absl::StatusOr<TraceReport> on = ReplayTrace(options);
+  ASSERT_TRUE(on.ok()) << on.status();
+  ASSERT_EQ(off->jobs.size(), 2u);
+  ASSERT_EQ(on->jobs.size(), 2u);
+  EXPECT_TRUE(off->jobs[0].networked);
+  EXPECT_EQ(off->jobs[0].placement, "444");
+  EXPECT_EQ(off->servers, 6u);
+  EXPECT_EQ(off->gpus, 24u);
+  EXPECT_GT(off->iteration_slowdown.mean, 1.05);
+  EXPECT_GT(off->excess_bytes, 0);
+  EXPECT_NEAR(on->iteration_slowdown.p99, 1.0, 0.01);
+  EXPECT_LT(on->excess_bytes, off->excess_bytes / 10);
+  EXPECT_EQ(on->ranked_rounds, 1u);
+  const nlohmann::ordered_json json = TraceReportToJson(*on);
+  EXPECT_EQ(json["plugin"], "on");
+  EXPECT_EQ(json["jobs_completed"], 2);
+  EXPECT_TRUE(json["jct_s"].contains("p99"));
+}
+
+TEST(TraceReplayTest, RejectsBadOptions) {
+  TraceReplayOptions options;
+  options.trace_path = "data/traces/pollux_workload-1.csv";
+  options.scheduler = "fifo";
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("scheduler 'fifo'"));
+  options.scheduler = "themis";
+  options.fabric = "torus:3";
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("--fabric"));
+  options.fabric = "leaf-spine:8";
+  options.top_k = 0;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("--top-k"));
+}
+
+}  // namespace
+}  // namespace phasor::sim
