@@ -7,6 +7,8 @@
 
 #include "gtest/gtest.h"
 #include "integrations/client/client.h"
+#include "placer/rank_json.h"
+#include "protocol/convert.h"
 #include "tests/daemon/daemon_harness.h"
 
 namespace phasor::agent {
@@ -149,6 +151,100 @@ TEST(IterationGateFailOpenTest, WithoutPhasordTheGateBlocksAtMostTheBound) {
     EXPECT_LT(r.waited_us, 5000);  // the budget is spent: never blocks again
   }
   std::filesystem::remove_all(dir);
+}
+
+// The whole loop on loopback TCP: a probe feeds profiles, a scheduler ranks
+// (jobs without profiles: phasord uses the probe's) and commits, two agents
+// receive their offsets and pace their iterations on them. The ranking equals
+// `phasor rank` on the same input (the request with the probe's profiles).
+TEST(EndToEndTest, ProbeSchedulerAndTwoAgentsOnLoopback) {
+  DaemonHarness h([](daemon::DaemonOptions& o) {
+    o.request_endpoint = "tcp://127.0.0.1:*";
+    o.profile_endpoint = "tcp://127.0.0.1:*";
+    o.offset_endpoint = "tcp://127.0.0.1:*";
+  });
+  ASSERT_TRUE(h.Start());
+  const daemon::BoundEndpoints ep = h.daemon().endpoints();
+
+  // Probe: 60 ms iterations, 24 ms Up bursts at 40 Gb/s.
+  auto probe = *client::ProfileSender::Connect(ep.profile, std::nullopt);
+  for (const char* job : {"a", "b"}) {
+    v1::ProfileUpdate u;
+    u.set_subject(job);
+    u.set_kind(v1::ProfileUpdate::JOB);
+    u.set_period_us(60000);
+    u.set_bin_us(6000);
+    for (int k = 0; k < 10; ++k) u.add_gbps(k < 4 ? 40.0 : 0.0);
+    u.set_confidence(0.95);
+    u.set_source("e2e-probe");
+    ASSERT_TRUE(probe->Send(u).ok());
+  }
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 2; }));
+
+  // Scheduler: two candidates; jobs given without profiles.
+  client::ClientOptions co;
+  co.endpoint = ep.request;
+  auto scheduler = *client::Client::Connect(co);
+  v1::RankRequest wire;
+  wire.add_links()->set_id("tor1-up");
+  wire.mutable_links(0)->set_capacity_gbps(50);
+  wire.add_links()->set_id("tor2-up");
+  wire.mutable_links(1)->set_capacity_gbps(100);
+  wire.add_jobs()->set_id("a");
+  wire.add_jobs()->set_id("b");
+  v1::Candidate* shared = wire.add_candidates();
+  shared->set_id("shared-uplink");
+  (*(*shared->mutable_links())["a"].mutable_shares())["tor1-up"] = 1;
+  (*(*shared->mutable_links())["b"].mutable_shares())["tor1-up"] = 1;
+  v1::Candidate* wide = wire.add_candidates();
+  wide->set_id("wide-uplink");
+  (*(*wide->mutable_links())["a"].mutable_shares())["tor2-up"] = 1;
+  (*(*wide->mutable_links())["b"].mutable_shares())["tor2-up"] = 1;
+  absl::StatusOr<v1::RankReply> reply = scheduler->Rank(wire);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+
+  // `phasor rank` on the same input: the request with the probe's profiles.
+  std::string json = R"({"links": [{"id": "tor1-up", "capacity_gbps": 50}, {"id": "tor2-up", "capacity_gbps": 100}],
+    "jobs": [{"id": "a", "profile": {"period_us": 60000, "bin_us": 6000, "gbps": [40,40,40,40,0,0,0,0,0,0]}},
+             {"id": "b", "profile": {"period_us": 60000, "bin_us": 6000, "gbps": [40,40,40,40,0,0,0,0,0,0]}}],
+    "candidates": [{"id": "shared-uplink", "links": {"a": {"tor1-up": 1}, "b": {"tor1-up": 1}}},
+                   {"id": "wide-uplink", "links": {"a": {"tor2-up": 1}, "b": {"tor2-up": 1}}}]})";
+  absl::StatusOr<placer::RankRequest> same_input = placer::ParseRankRequest(json);
+  ASSERT_TRUE(same_input.ok()) << same_input.status().message();
+  const placer::Ranking expected = placer::Rank(*same_input);
+  ::phasor::testing::ExpectRankingsEqual(protocol::FromProto(*reply), expected);
+  EXPECT_EQ(placer::RankingToJson(protocol::FromProto(*reply)).dump(),
+            placer::RankingToJson(expected).dump());
+
+  absl::StatusOr<v1::CommitReply> commit = scheduler->Commit(reply->ranking_id(), "shared-uplink");
+  ASSERT_TRUE(commit.ok());
+  const v1::OffsetUpdate a = commit->offsets(0), b = commit->offsets(1);
+  // 24 ms bursts in 60 ms fit side by side: the shifts keep them apart.
+  const int64_t gap = (static_cast<int64_t>(b.shift_us()) - a.shift_us() + 60000) % 60000;
+  EXPECT_GE(gap, 24000);
+  EXPECT_LE(gap, 36000);
+
+  // Two agents, pace mode: each lands on its own job's slots.
+  std::vector<std::unique_ptr<IterationGate>> gates;
+  for (const char* job : {"a", "b"}) {
+    IterationGateOptions o;
+    o.job = job;
+    o.request_endpoint = ep.request;
+    o.offset_endpoint = ep.offset;
+    o.mode = GateMode::kPace;
+    gates.push_back(*IterationGate::Create(o));
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (size_t g = 0; g < 2; ++g) {
+      const GateResult r = gates[g]->Wait();
+      const int64_t t = NowUs();
+      const v1::OffsetUpdate& mine = g == 0 ? a : b;
+      EXPECT_TRUE(r.aligned);
+      EXPECT_EQ(gates[g]->offset()->shift_us(), mine.shift_us());
+      EXPECT_LE(SinceSlot(mine, t), 8000) << "agent " << g << " iteration " << i;
+    }
+  }
 }
 
 }  // namespace
