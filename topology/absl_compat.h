@@ -10,7 +10,9 @@
 
 namespace phasor::topology {
 
-inline absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+inline absl::string_view AsAbsl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
 
 }  // namespace phasor::topology
 

@@ -35,7 +35,8 @@ absl::Status AddServerOn(Topology& t, uint32_t number, uint32_t gpus, double nic
 absl::StatusOr<Topology> MakeLeafSpine(const LeafSpineOptions& o) {
   if (absl::Status s = CheckAtLeastOne(o.leaves, "leaf_spine.leaves"); !s.ok()) return s;
   if (absl::Status s = CheckAtLeastOne(o.spines, "leaf_spine.spines"); !s.ok()) return s;
-  if (absl::Status s = CheckAtLeastOne(o.servers_per_leaf, "leaf_spine.servers_per_leaf"); !s.ok()) {
+  if (absl::Status s = CheckAtLeastOne(o.servers_per_leaf, "leaf_spine.servers_per_leaf");
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = CheckPositive(o.nic_gbps, "leaf_spine.nic_gbps"); !s.ok()) return s;
@@ -82,7 +83,8 @@ absl::StatusOr<Topology> MakeLeafSpine(const LeafSpineOptions& o) {
 
 absl::StatusOr<Topology> MakeFatTree(const FatTreeOptions& o) {
   if (o.k < 2 || o.k % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("fat_tree.k: must be even and >= 2 (got ", o.k, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fat_tree.k: must be even and >= 2 (got ", o.k, ")"));
   }
   if (o.k > 128) return absl::InvalidArgumentError("fat_tree.k: must be <= 128");
   if (absl::Status s = CheckPositive(o.nic_gbps, "fat_tree.nic_gbps"); !s.ok()) return s;

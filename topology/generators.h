@@ -40,8 +40,8 @@ struct FatTreeOptions {
   // edge switches in order (k/2 per edge switch).
   uint32_t servers = 0;
   uint32_t gpus_per_server = 8;
-  double nic_gbps = 100;     // server <-> edge, > 0
-  double fabric_gbps = 0;    // edge <-> agg and agg <-> core; 0 means nic_gbps (non-blocking)
+  double nic_gbps = 100;   // server <-> edge, > 0
+  double fabric_gbps = 0;  // edge <-> agg and agg <-> core; 0 means nic_gbps (non-blocking)
 };
 
 absl::StatusOr<Topology> MakeFatTree(const FatTreeOptions& options);

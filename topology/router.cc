@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "topology/absl_compat.h"
 #include "boost/graph/adjacency_list.hpp"
 #include "boost/graph/breadth_first_search.hpp"
 #include "boost/graph/filtered_graph.hpp"
 #include "boost/graph/reverse_graph.hpp"
 #include "boost/graph/two_bit_color_map.hpp"
+#include "topology/absl_compat.h"
 
 namespace phasor::topology {
 namespace {
@@ -144,7 +144,8 @@ std::shared_ptr<const Router::DestTable> Router::Table(NodeIndex dst) const {
 
 absl::StatusOr<NodeIndex> Router::ResolveServer(std::string_view id) const {
   std::optional<NodeIndex> n = topology_.FindNode(id);
-  if (!n) return absl::NotFoundError(absl::StrCat("server '", AsAbsl(id), "' is not in the topology"));
+  if (!n)
+    return absl::NotFoundError(absl::StrCat("server '", AsAbsl(id), "' is not in the topology"));
   if (!topology_.IsServer(*n)) {
     return absl::InvalidArgumentError(absl::StrCat("'", AsAbsl(id), "' is a switch, not a server"));
   }
@@ -176,8 +177,9 @@ absl::StatusOr<std::vector<LinkShare>> Router::FlowLinkShares(NodeIndex src, Nod
     return absl::NotFoundError("node index out of range");
   }
   if (!topology_.IsServer(src) || !topology_.IsServer(dst)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", topology_.node(topology_.IsServer(src) ? dst : src).id, "' is a switch, not a server"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", topology_.node(topology_.IsServer(src) ? dst : src).id,
+                     "' is a switch, not a server"));
   }
   std::vector<LinkShare> out;
   if (src == dst) return out;

@@ -49,11 +49,12 @@ absl::Status ExpandItem(absl::string_view item, std::string prefix, std::vector<
   const absl::string_view rest = item.substr(close + 1);
   if (ranges.empty()) return absl::InvalidArgumentError("empty '[]'");
   for (absl::string_view range : absl::StrSplit(ranges, ',')) {
-    std::pair<absl::string_view, absl::string_view> lo_hi = absl::StrSplit(range, absl::MaxSplits('-', 1));
+    std::pair<absl::string_view, absl::string_view> lo_hi =
+        absl::StrSplit(range, absl::MaxSplits('-', 1));
     const absl::string_view lo_text = lo_hi.first;
-    const absl::string_view hi_text = lo_hi.second.empty() && range.find('-') == absl::string_view::npos
-                                         ? lo_hi.first
-                                         : lo_hi.second;
+    const absl::string_view hi_text =
+        lo_hi.second.empty() && range.find('-') == absl::string_view::npos ? lo_hi.first
+                                                                           : lo_hi.second;
     uint64_t lo = 0, hi = 0;
     auto digits = [](absl::string_view s) {
       if (s.empty() || s.size() > 9) return false;
@@ -67,7 +68,8 @@ absl::Status ExpandItem(absl::string_view item, std::string prefix, std::vector<
       return absl::InvalidArgumentError(absl::StrCat("bad range '", range, "'"));
     }
     if (hi < lo) return absl::InvalidArgumentError(absl::StrCat("reversed range '", range, "'"));
-    if (hi - lo > 1000000) return absl::InvalidArgumentError(absl::StrCat("range too large '", range, "'"));
+    if (hi - lo > 1000000)
+      return absl::InvalidArgumentError(absl::StrCat("range too large '", range, "'"));
     const size_t width = lo_text.size();
     for (uint64_t v = lo; v <= hi; ++v) {
       std::string number = absl::StrCat(v);
@@ -128,14 +130,16 @@ absl::StatusOr<Topology> ParseSlurmTopology(std::string_view text_std,
     SwitchLine sw;
     sw.line = line_no;
     bool has_nodes = false, has_switches = false;
-    for (absl::string_view token : absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    for (absl::string_view token :
+         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
       const size_t eq = token.find('=');
       if (eq == absl::string_view::npos || eq == 0) {
         return error(line_no, absl::StrCat("expected Key=Value, got '", token, "'"));
       }
       const std::string key = absl::AsciiStrToLower(token.substr(0, eq));
       const absl::string_view value = token.substr(eq + 1);
-      if (value.empty()) return error(line_no, absl::StrCat("empty value for '", token.substr(0, eq), "'"));
+      if (value.empty())
+        return error(line_no, absl::StrCat("empty value for '", token.substr(0, eq), "'"));
       if (key == "switchname") {
         if (!sw.name.empty()) return error(line_no, "SwitchName given twice");
         sw.name = std::string(value);
@@ -143,9 +147,11 @@ absl::StatusOr<Topology> ParseSlurmTopology(std::string_view text_std,
         bool& seen = key == "nodes" ? has_nodes : has_switches;
         if (seen) return error(line_no, absl::StrCat(token.substr(0, eq), " given twice"));
         seen = true;
-        absl::StatusOr<std::vector<std::string>> hosts = ExpandHostList(std::string_view(value.data(), value.size()));
+        absl::StatusOr<std::vector<std::string>> hosts =
+            ExpandHostList(std::string_view(value.data(), value.size()));
         if (!hosts.ok()) {
-          return error(line_no, absl::StrCat("bad host list '", value, "': ", hosts.status().message()));
+          return error(line_no,
+                       absl::StrCat("bad host list '", value, "': ", hosts.status().message()));
         }
         (key == "nodes" ? sw.nodes : sw.switches) = *std::move(hosts);
       } else if (key == "linkspeed") {
@@ -178,7 +184,8 @@ absl::StatusOr<Topology> ParseSlurmTopology(std::string_view text_std,
             t.AddServer(node, options.gpus_per_node, {NicPort{"nic0", options.node_link_gbps}});
         if (!n.ok()) return error(sw.line, n.status().message());
       }
-      if (absl::Status s = t.AddDuplexLink(node, sw.name, options.node_link_gbps, "nic0"); !s.ok()) {
+      if (absl::Status s = t.AddDuplexLink(node, sw.name, options.node_link_gbps, "nic0");
+          !s.ok()) {
         return error(sw.line, s.message());
       }
     }

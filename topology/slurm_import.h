@@ -30,7 +30,8 @@
 namespace phasor::topology {
 
 struct SlurmImportOptions {
-  double node_link_gbps = 100;    // server <-> switch links, and the server's one NIC port "nic0"; > 0
+  double node_link_gbps =
+      100;  // server <-> switch links, and the server's one NIC port "nic0"; > 0
   double switch_link_gbps = 400;  // switch <-> switch links; > 0
   uint32_t gpus_per_node = 8;     // every server gets this many GPUs
 };

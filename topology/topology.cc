@@ -21,11 +21,13 @@ absl::Status Topology::CheckNewNodeId(std::string_view id) const {
   if (id.empty()) return absl::InvalidArgumentError("node id: must not be empty");
   for (char c : id) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      return absl::InvalidArgumentError(absl::StrCat("node id '", AsAbsl(id), "': must not contain spaces"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node id '", AsAbsl(id), "': must not contain spaces"));
     }
   }
   if (id.find("->") != std::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("node id '", AsAbsl(id), "': must not contain '->'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node id '", AsAbsl(id), "': must not contain '->'"));
   }
   if (node_by_id_.contains(AsAbsl(id))) {
     return absl::InvalidArgumentError(absl::StrCat("duplicate node id '", AsAbsl(id), "'"));
@@ -43,9 +45,8 @@ absl::StatusOr<NodeIndex> Topology::AddServer(std::string id, uint32_t gpus,
           absl::StrCat("server '", id, "': nics[", i, "].name: must not be empty"));
     }
     if (!std::isfinite(nic.speed_gbps) || nic.speed_gbps <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("server '", id, "': nic '", nic.name,
-                                                     "': speed must be > 0 (got ",
-                                                     nic.speed_gbps, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server '", id, "': nic '", nic.name, "': speed must be > 0 (got ", nic.speed_gbps, ")"));
     }
     for (size_t j = 0; j < i; ++j) {
       if (nics[j].name == nic.name) {
@@ -82,9 +83,11 @@ absl::StatusOr<LinkIndex> Topology::AddLink(std::string_view from, std::string_v
                                             double capacity_gbps, std::string nic) {
   const std::string id = LinkId(from, to);
   const std::optional<NodeIndex> a = FindNode(from);
-  if (!a) return absl::NotFoundError(absl::StrCat("link '", id, "': unknown node '", AsAbsl(from), "'"));
+  if (!a)
+    return absl::NotFoundError(absl::StrCat("link '", id, "': unknown node '", AsAbsl(from), "'"));
   const std::optional<NodeIndex> b = FindNode(to);
-  if (!b) return absl::NotFoundError(absl::StrCat("link '", id, "': unknown node '", AsAbsl(to), "'"));
+  if (!b)
+    return absl::NotFoundError(absl::StrCat("link '", id, "': unknown node '", AsAbsl(to), "'"));
   if (*a == *b) return absl::InvalidArgumentError(absl::StrCat("link '", id, "': a self-loop"));
   if (!std::isfinite(capacity_gbps) || capacity_gbps <= 0) {
     return absl::InvalidArgumentError(
@@ -99,8 +102,9 @@ absl::StatusOr<LinkIndex> Topology::AddLink(std::string_view from, std::string_v
       for (const NicPort& port : nodes_[end].nics) found = found || port.name == nic;
     }
     if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "link '", id, "': nic '", nic, "' is not a NIC port of '", AsAbsl(from), "' or '", AsAbsl(to), "'"));
+      return absl::InvalidArgumentError(absl::StrCat("link '", id, "': nic '", nic,
+                                                     "' is not a NIC port of '", AsAbsl(from),
+                                                     "' or '", AsAbsl(to), "'"));
     }
   }
   const auto index = static_cast<LinkIndex>(links_.size());
@@ -232,7 +236,8 @@ TopologySummary Summarize(const Topology& topology) {
     double down_in = 0, up_out = 0;
     for (LinkIndex l : topology.node(i).in) {
       const Link& link = topology.link(l);
-      if (tier[link.from] != kUnset && tier[link.from] + 1 == tier[i]) down_in += link.capacity_gbps;
+      if (tier[link.from] != kUnset && tier[link.from] + 1 == tier[i])
+        down_in += link.capacity_gbps;
     }
     for (LinkIndex l : topology.node(i).out) {
       const Link& link = topology.link(l);

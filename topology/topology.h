@@ -66,7 +66,8 @@ class Topology {
 
   // Adds a server. InvalidArgument for a bad id, a duplicate node id, a NIC
   // port with speed <= 0 or a duplicate NIC name.
-  absl::StatusOr<NodeIndex> AddServer(std::string id, uint32_t gpus, std::vector<NicPort> nics = {});
+  absl::StatusOr<NodeIndex> AddServer(std::string id, uint32_t gpus,
+                                      std::vector<NicPort> nics = {});
   // Adds a switch. InvalidArgument for a bad or duplicate id.
   absl::StatusOr<NodeIndex> AddSwitch(std::string id);
   // Adds the directed link from -> to. NotFound when an end is not a node;

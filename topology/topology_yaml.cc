@@ -69,7 +69,8 @@ class YamlReader {
     absl::StatusOr<double> v = Number(n, what);
     if (!v.ok()) return v.status();
     if (*v < 0 || *v != static_cast<double>(static_cast<uint32_t>(*v))) {
-      return Error(n, absl::StrCat(AsAbsl(what), ": must be a whole number >= 0 (got ", n.Scalar(), ")"));
+      return Error(
+          n, absl::StrCat(AsAbsl(what), ": must be a whole number >= 0 (got ", n.Scalar(), ")"));
     }
     return static_cast<uint32_t>(*v);
   }
@@ -82,18 +83,18 @@ absl::StatusOr<Topology> Generate(const YamlReader& r, const YAML::Node& gen) {
   if (absl::Status s = r.CheckKeys(gen, "generate", {"leaf_spine", "fat_tree"}); !s.ok()) return s;
   if (gen.size() != 1) return r.Error(gen, "generate: give exactly one of leaf_spine, fat_tree");
   if (const YAML::Node ls = gen["leaf_spine"]) {
-    if (absl::Status s = r.CheckKeys(ls, "generate.leaf_spine",
-                                     {"leaves", "spines", "servers_per_leaf", "servers",
-                                      "gpus_per_server", "nic_gbps", "uplink_gbps",
-                                      "oversubscription"});
+    if (absl::Status s =
+            r.CheckKeys(ls, "generate.leaf_spine",
+                        {"leaves", "spines", "servers_per_leaf", "servers", "gpus_per_server",
+                         "nic_gbps", "uplink_gbps", "oversubscription"});
         !s.ok()) {
       return s;
     }
     LeafSpineOptions o;
-    for (auto [key, field] : {std::pair{"leaves", &o.leaves}, std::pair{"spines", &o.spines},
-                              std::pair{"servers_per_leaf", &o.servers_per_leaf},
-                              std::pair{"servers", &o.servers},
-                              std::pair{"gpus_per_server", &o.gpus_per_server}}) {
+    for (auto [key, field] :
+         {std::pair{"leaves", &o.leaves}, std::pair{"spines", &o.spines},
+          std::pair{"servers_per_leaf", &o.servers_per_leaf}, std::pair{"servers", &o.servers},
+          std::pair{"gpus_per_server", &o.gpus_per_server}}) {
       if (const YAML::Node n = ls[key]) {
         absl::StatusOr<uint32_t> v = r.Count(n, absl::StrCat("generate.leaf_spine.", key));
         if (!v.ok()) return v.status();
@@ -134,8 +135,8 @@ absl::StatusOr<Topology> Generate(const YamlReader& r, const YAML::Node& gen) {
       *field = *v;
     }
   }
-  for (auto [key, field] : {std::pair{"nic_gbps", &o.nic_gbps},
-                            std::pair{"fabric_gbps", &o.fabric_gbps}}) {
+  for (auto [key, field] :
+       {std::pair{"nic_gbps", &o.nic_gbps}, std::pair{"fabric_gbps", &o.fabric_gbps}}) {
     if (const YAML::Node n = ft[key]) {
       absl::StatusOr<double> v = r.Number(n, absl::StrCat("generate.fat_tree.", key));
       if (!v.ok()) return v.status();
@@ -191,7 +192,8 @@ absl::StatusOr<Topology> Build(const YamlReader& r, const YAML::Node& root) {
       }
       std::vector<NicPort> nics;
       if (const YAML::Node ns = e["nics"]) {
-        if (absl::Status s = check_sequence(ns, absl::StrCat("server '", *id, "': nics")); !s.ok()) {
+        if (absl::Status s = check_sequence(ns, absl::StrCat("server '", *id, "': nics"));
+            !s.ok()) {
           return s;
         }
         for (size_t j = 0; j < ns.size(); ++j) {
@@ -244,18 +246,19 @@ absl::StatusOr<Topology> Build(const YamlReader& r, const YAML::Node& root) {
     for (size_t i = 0; i < links.size(); ++i) {
       const YAML::Node e = links[i];
       const std::string what = absl::StrCat("links[", i, "]");
-      if (absl::Status s = r.CheckKeys(e, what,
-                                       {"a", "b", "from", "to", "capacity_gbps",
-                                        "capacity_gbps_ba", "nic"});
+      if (absl::Status s = r.CheckKeys(
+              e, what, {"a", "b", "from", "to", "capacity_gbps", "capacity_gbps_ba", "nic"});
           !s.ok()) {
         return s;
       }
       const bool duplex = e["a"] || e["b"];
       if (duplex && (e["from"] || e["to"])) {
-        return r.Error(e, absl::StrCat(AsAbsl(what), ": give either a/b (duplex) or from/to (one direction)"));
+        return r.Error(
+            e, absl::StrCat(AsAbsl(what), ": give either a/b (duplex) or from/to (one direction)"));
       }
       if (!duplex && e["capacity_gbps_ba"]) {
-        return r.Error(e, absl::StrCat(AsAbsl(what), ": capacity_gbps_ba needs a duplex link (a/b)"));
+        return r.Error(e,
+                       absl::StrCat(AsAbsl(what), ": capacity_gbps_ba needs a duplex link (a/b)"));
       }
       absl::StatusOr<std::string> x = r.String(e, duplex ? "a" : "from", what);
       if (!x.ok()) return x.status();
@@ -284,8 +287,8 @@ absl::StatusOr<Topology> Build(const YamlReader& r, const YAML::Node& root) {
         if (capacity == 0) {
           // Let AddLink name the missing node or NIC port.
           absl::StatusOr<LinkIndex> l = t.AddLink(*x, *y, 1.0, nic);
-          return r.Wrap(e, l.ok() ? absl::InvalidArgumentError(absl::StrCat(
-                                        "link '", id, "': missing 'capacity_gbps'"))
+          return r.Wrap(e, l.ok() ? absl::InvalidArgumentError(
+                                        absl::StrCat("link '", id, "': missing 'capacity_gbps'"))
                                   : l.status());
         }
       } else {
@@ -320,8 +323,9 @@ std::string Quote(std::string_view s) {
     plain = plain && ok;
   }
   static const std::set<std::string, std::less<>> kReserved = {
-      "true", "false", "yes", "no", "on", "off", "null", "True", "False", "Yes", "No",
-      "On", "Off", "Null", "TRUE", "FALSE", "YES", "NO", "ON", "OFF", "NULL", "y", "n", "Y", "N"};
+      "true", "false", "yes",  "no",  "on",   "off",  "null",  "True", "False",
+      "Yes",  "No",    "On",   "Off", "Null", "TRUE", "FALSE", "YES",  "NO",
+      "ON",   "OFF",   "NULL", "y",   "n",    "Y",    "N"};
   if (plain && !kReserved.contains(s)) return std::string(s);
   std::string out = "\"";
   for (char c : s) {
@@ -410,9 +414,9 @@ std::string ToYaml(const Topology& t) {
                         ba == l.capacity_gbps ? "" : absl::StrCat(", capacity_gbps_ba: ", Num(ba)),
                         nic, "}\n");
       } else {
-        absl::StrAppend(&out, "  - {from: ", Quote(t.node(l.from).id), ", to: ",
-                        Quote(t.node(l.to).id), ", capacity_gbps: ", Num(l.capacity_gbps), nic,
-                        "}\n");
+        absl::StrAppend(&out, "  - {from: ", Quote(t.node(l.from).id),
+                        ", to: ", Quote(t.node(l.to).id), ", capacity_gbps: ", Num(l.capacity_gbps),
+                        nic, "}\n");
       }
     }
   }

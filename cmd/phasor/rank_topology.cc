@@ -42,8 +42,8 @@ absl::Status RouteCandidates(const std::string& topology_path, placer::RankReque
     for (auto& [job, links] : *shares) {
       for (const auto& [link, share] : links) {
         if (defined.insert(link).second) {
-          request.links.push_back(placer::Link{
-              link, fabric->link(*fabric->FindLink(link)).capacity_gbps});
+          request.links.push_back(
+              placer::Link{link, fabric->link(*fabric->FindLink(link)).capacity_gbps});
         }
       }
       candidate.links[job] = std::move(links);

@@ -59,8 +59,9 @@ topo::Topology LoadOrFail(const SourceFlags& f) {
   if (f.file.empty() == f.slurm.empty()) {
     Fail(kExitBadInput, "give a topology FILE or --slurm CONF (exactly one)");
   }
-  absl::StatusOr<topo::Topology> t = f.file.empty() ? topo::LoadSlurmTopology(f.slurm, f.slurm_options)
-                                                    : topo::LoadTopologyYaml(f.file);
+  absl::StatusOr<topo::Topology> t = f.file.empty()
+                                         ? topo::LoadSlurmTopology(f.slurm, f.slurm_options)
+                                         : topo::LoadTopologyYaml(f.file);
   if (!t.ok()) Fail(kExitBadInput, t.status().message());
   return *std::move(t);
 }
@@ -217,19 +218,24 @@ topo::Placement ReadPlacementOrFail(const std::string& path) {
   try {
     doc = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
-    Fail(kExitBadInput, absl::StrCat(path, ": malformed JSON: ", e.what()));
+    Fail(kExitBadInput,
+         absl::StrCat(path == "-" ? "<stdin>" : path, ": malformed JSON: ", e.what()));
   }
+  const std::string label = path == "-" ? "<stdin>" : path;
   if (doc.is_object() && doc.contains("servers") && doc["servers"].is_object()) {
     doc = nlohmann::json(doc["servers"]);
   }
-  if (!doc.is_object()) Fail(kExitBadInput, path + ": must be a JSON object: job -> [server]");
+  if (!doc.is_object()) Fail(kExitBadInput, label + ": must be a JSON object: job -> [server]");
   topo::Placement placement;
   for (const auto& [job, list] : doc.items()) {
-    if (!list.is_array()) Fail(kExitBadInput, absl::StrCat(path, ": ", job, ": must be a list of servers"));
+    if (!list.is_array()) {
+      Fail(kExitBadInput, absl::StrCat(label, ": job '", job, "': must be a list of servers"));
+    }
     std::vector<std::string>& servers = placement[job];
     for (size_t i = 0; i < list.size(); ++i) {
       if (!list[i].is_string()) {
-        Fail(kExitBadInput, absl::StrCat(path, ": ", job, "[", i, "]: must be a server id string"));
+        Fail(kExitBadInput,
+             absl::StrCat(label, ": job '", job, "'[", i, "]: must be a server id string"));
       }
       servers.push_back(list[i].get<std::string>());
     }
@@ -294,8 +300,8 @@ void Emit(absl::StatusOr<topo::Topology> t, const std::string& output) {
 }
 
 void AddGenerate(CLI::App* topology) {
-  CLI::App* gen = topology->add_subcommand(
-      "generate", "Write a fabric as topology YAML (stdout, or -o FILE).");
+  CLI::App* gen =
+      topology->add_subcommand("generate", "Write a fabric as topology YAML (stdout, or -o FILE).");
   gen->require_subcommand(1);
 
   auto ls = std::make_shared<LeafSpineFlags>();
@@ -341,7 +347,8 @@ void AddGenerate(CLI::App* topology) {
   cmd->callback([ft] { Emit(topo::MakeFatTree(ft->options), ft->output); });
 
   auto sl = std::make_shared<SlurmFlags>();
-  cmd = gen->add_subcommand("slurm", "Convert a Slurm topology.conf (SwitchName= Switches= Nodes=).");
+  cmd =
+      gen->add_subcommand("slurm", "Convert a Slurm topology.conf (SwitchName= Switches= Nodes=).");
   cmd->add_option("CONF", sl->source.slurm, "the topology.conf file")->required();
   cmd->add_option("--node-gbps", sl->source.slurm_options.node_link_gbps,
                   "capacity of server <-> switch links (and the server NIC)")

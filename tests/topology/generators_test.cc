@@ -91,9 +91,9 @@ TEST(FatTreeTest, KFourHasTheTextbookShape) {
   o.k = 4;
   absl::StatusOr<Topology> t = MakeFatTree(o);
   ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->num_servers(), 16u);            // k^3/4
-  EXPECT_EQ(t->num_switches(), 20u);           // 5k^2/4
-  EXPECT_EQ(t->links().size(), 2u * 3 * 16);   // k^3/4 links per layer, 3 layers, duplex
+  EXPECT_EQ(t->num_servers(), 16u);           // k^3/4
+  EXPECT_EQ(t->num_switches(), 20u);          // 5k^2/4
+  EXPECT_EQ(t->links().size(), 2u * 3 * 16);  // k^3/4 links per layer, 3 layers, duplex
   EXPECT_TRUE(t->FindLink("s1->p1-edge1").has_value());
   EXPECT_TRUE(t->FindLink("s3->p1-edge2").has_value());
   EXPECT_TRUE(t->FindLink("s5->p2-edge1").has_value());

@@ -42,9 +42,9 @@ TEST(RouterTest, FatTreeK4PathCountsAndShares) {
   }
   std::vector<std::string> first;
   for (LinkIndex l : between_pods->paths[0].links) first.push_back(t.link(l).id);
-  EXPECT_EQ(first, (std::vector<std::string>{"s1->p1-edge1", "p1-edge1->p1-agg1", "p1-agg1->core1",
-                                             "core1->p2-agg1", "p2-agg1->p2-edge1",
-                                             "p2-edge1->s5"}));
+  EXPECT_EQ(first,
+            (std::vector<std::string>{"s1->p1-edge1", "p1-edge1->p1-agg1", "p1-agg1->core1",
+                                      "core1->p2-agg1", "p2-agg1->p2-edge1", "p2-edge1->s5"}));
 
   EXPECT_EQ(router.Paths("s1", "s3")->total_paths, 2);  // same pod, other edge
   EXPECT_EQ(router.Paths("s1", "s3")->hops, 4u);
@@ -56,11 +56,11 @@ TEST(RouterTest, FatTreeK4PathCountsAndShares) {
   absl::StatusOr<std::vector<LinkShare>> shares = router.FlowLinkShares("s1", "s5");
   ASSERT_TRUE(shares.ok());
   const std::map<std::string, double> expected = {
-      {"s1->p1-edge1", 1.0},       {"p1-edge1->p1-agg1", 0.5}, {"p1-edge1->p1-agg2", 0.5},
-      {"p1-agg1->core1", 0.25},    {"p1-agg1->core2", 0.25},   {"p1-agg2->core3", 0.25},
-      {"p1-agg2->core4", 0.25},    {"core1->p2-agg1", 0.25},   {"core2->p2-agg1", 0.25},
-      {"core3->p2-agg2", 0.25},    {"core4->p2-agg2", 0.25},   {"p2-agg1->p2-edge1", 0.5},
-      {"p2-agg2->p2-edge1", 0.5},  {"p2-edge1->s5", 1.0}};
+      {"s1->p1-edge1", 1.0},      {"p1-edge1->p1-agg1", 0.5}, {"p1-edge1->p1-agg2", 0.5},
+      {"p1-agg1->core1", 0.25},   {"p1-agg1->core2", 0.25},   {"p1-agg2->core3", 0.25},
+      {"p1-agg2->core4", 0.25},   {"core1->p2-agg1", 0.25},   {"core2->p2-agg1", 0.25},
+      {"core3->p2-agg2", 0.25},   {"core4->p2-agg2", 0.25},   {"p2-agg1->p2-edge1", 0.5},
+      {"p2-agg2->p2-edge1", 0.5}, {"p2-edge1->s5", 1.0}};
   EXPECT_EQ(ById(t, *shares), expected);
 }
 

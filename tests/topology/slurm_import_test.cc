@@ -17,7 +17,8 @@ TEST(HostListTest, ExpandsSlurmSyntax) {
   EXPECT_EQ(*ExpandHostList("n[8-10,12]"), (Hosts{"n8", "n9", "n10", "n12"}));
   EXPECT_EQ(*ExpandHostList("a[1-2],b,c[7]"), (Hosts{"a1", "a2", "b", "c7"}));
   EXPECT_EQ(*ExpandHostList("r[1-2]n[1-2]"), (Hosts{"r1n1", "r1n2", "r2n1", "r2n2"}));
-  EXPECT_EQ(*ExpandHostList("gpu[098-101]-ib"), (Hosts{"gpu098-ib", "gpu099-ib", "gpu100-ib", "gpu101-ib"}));
+  EXPECT_EQ(*ExpandHostList("gpu[098-101]-ib"),
+            (Hosts{"gpu098-ib", "gpu099-ib", "gpu100-ib", "gpu101-ib"}));
 }
 
 TEST(HostListTest, RejectsMalformedLists) {

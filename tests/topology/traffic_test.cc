@@ -25,10 +25,10 @@ TEST(TrafficTest, TwoServerRingAcrossLeaves) {
   ASSERT_TRUE(shares.ok()) << shares.status();
   // s1 -> s3 and s3 -> s1, each split over the two spines.
   const LinkShareMap expected = {
-      {"s1->leaf1", 1.0},      {"leaf1->spine1", 0.5}, {"leaf1->spine2", 0.5},
-      {"spine1->leaf2", 0.5},  {"spine2->leaf2", 0.5}, {"leaf2->s3", 1.0},
-      {"s3->leaf2", 1.0},      {"leaf2->spine1", 0.5}, {"leaf2->spine2", 0.5},
-      {"spine1->leaf1", 0.5},  {"spine2->leaf1", 0.5}, {"leaf1->s1", 1.0}};
+      {"s1->leaf1", 1.0},     {"leaf1->spine1", 0.5}, {"leaf1->spine2", 0.5},
+      {"spine1->leaf2", 0.5}, {"spine2->leaf2", 0.5}, {"leaf2->s3", 1.0},
+      {"s3->leaf2", 1.0},     {"leaf2->spine1", 0.5}, {"leaf2->spine2", 0.5},
+      {"spine1->leaf1", 0.5}, {"spine2->leaf1", 0.5}, {"leaf1->s1", 1.0}};
   EXPECT_EQ(*shares, expected);
 }
 
