@@ -132,6 +132,37 @@ TEST(RouterTest, UnevenFabricSplitsEvenlyOverPaths) {
   EXPECT_FALSE(shares.contains("x->w"));
 }
 
+TEST(RouterTest, EvenSplitIsPerPathNotPerHop) {
+  // s1 - x - y1 - z1 - t - s2 and x - y2 - {z2, z3} - t: three shortest paths,
+  // two of them through y2, so x->y2 carries 2/3 (per-hop ECMP would give 1/2).
+  Topology t;
+  ASSERT_TRUE(t.AddServer("s1", 1).ok());
+  ASSERT_TRUE(t.AddServer("s2", 1).ok());
+  for (const char* sw : {"x", "y1", "y2", "z1", "z2", "z3", "t"}) {
+    ASSERT_TRUE(t.AddSwitch(sw).ok());
+  }
+  for (auto [a, b] : {std::pair{"s1", "x"},
+                      {"x", "y1"},
+                      {"x", "y2"},
+                      {"y1", "z1"},
+                      {"y2", "z2"},
+                      {"y2", "z3"},
+                      {"z1", "t"},
+                      {"z2", "t"},
+                      {"z3", "t"},
+                      {"t", "s2"}}) {
+    ASSERT_TRUE(t.AddDuplexLink(a, b, 10).ok());
+  }
+  Router router(t);
+  EXPECT_EQ(router.Paths("s1", "s2")->total_paths, 3);
+  std::map<std::string, double> shares = ById(t, *router.FlowLinkShares("s1", "s2"));
+  EXPECT_DOUBLE_EQ(shares["x->y1"], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(shares["x->y2"], 2.0 / 3);
+  EXPECT_DOUBLE_EQ(shares["y2->z3"], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(shares["z1->t"], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(shares["t->s2"], 1.0);
+}
+
 TEST(RouterTest, ServersDoNotForwardAndErrorsAreClear) {
   // s1 - a - s2 - b - s3: s2 is dual-homed, but s1 cannot reach s3 through it.
   Topology t;
