@@ -1,6 +1,7 @@
 #include "placer/affinity_graph.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -75,6 +76,19 @@ std::vector<AffinityGraph::Edge> AffinityGraph::MaxWeightSpanningTree(
     out.push_back(edge_of.at({std::min(u, v), std::max(u, v)}));
   }
   return out;
+}
+
+uint64_t AffinityGraph::DropSetCount(const Component& component) {
+  const uint64_t e = component.edges.size();
+  const uint64_t k = std::min<uint64_t>(component.cyclomatic_number(), e - component.cyclomatic_number());
+  // C(e, k) as a running product in long double (exact far beyond the
+  // thresholds the callers compare it with), saturating.
+  long double c = 1;
+  for (uint64_t i = 1; i <= k; ++i) {
+    c = c * static_cast<long double>(e - k + i) / static_cast<long double>(i);
+    if (c > 1e18L) return std::numeric_limits<uint64_t>::max();
+  }
+  return static_cast<uint64_t>(c + 0.5L);
 }
 
 size_t AffinityGraph::ForEachSpanningTree(

@@ -8,6 +8,7 @@
 #define PHASOR_PLACER_AFFINITY_GRAPH_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -41,6 +42,11 @@ class AffinityGraph {
   // weighting each edge by `link_weight[l]` of its link.
   std::vector<Edge> MaxWeightSpanningTree(const Component& component,
                                           const std::vector<double>& link_weight) const;
+
+  // The number of ways to drop cyclomatic_number() edges of `component`: an
+  // upper bound on its spanning trees and the cost of enumerating them
+  // (saturates at UINT64_MAX).
+  static uint64_t DropSetCount(const Component& component);
 
   // Calls `visit` with the edges of distinct spanning trees of `component`,
   // at most `limit` of them, and returns how many were visited. The trees are

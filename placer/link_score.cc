@@ -62,9 +62,41 @@ std::vector<double> LoadOnCircle(const UnifiedCircle& circle, const std::vector<
 
 double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
                    const std::vector<uint32_t>& shifts) {
+  const uint64_t n = circle.bins;
+  ScratchBuffer load_buffer(n);
+  std::vector<double>& load = load_buffer.get();
+  for (size_t j = 0; j < circle.jobs.size(); ++j) {
+    const std::vector<double>& d = circle.jobs[j].gbps;
+    const uint64_t b = d.size();
+    // L(k) += d[(k - s) mod B], in runs of whole pattern copies.
+    const uint64_t s = shifts[j] % b;
+    for (uint64_t k = 0; k < n;) {
+      const uint64_t src = (k + b - s) % b;
+      const uint64_t run = std::min(b - src, n - k);
+      for (uint64_t i = 0; i < run; ++i) load[k + i] += d[src + i];
+      k += run;
+    }
+  }
   double excess = 0;
-  for (double l : LoadOnCircle(circle, shifts)) excess += std::max(0.0, l - capacity_gbps);
+  for (uint64_t k = 0; k < n; ++k) excess += std::max(0.0, load[k] - capacity_gbps);
   return excess;
+}
+
+bool SameUpToRotation(const UnifiedCircle& circle, const std::vector<uint32_t>& a,
+                      const std::vector<uint32_t>& b) {
+  const size_t jobs = circle.jobs.size();
+  std::vector<int64_t> diff(jobs);
+  for (size_t j = 0; j < jobs; ++j) {
+    const int64_t bj = circle.JobBins(j);
+    diff[j] = ((int64_t{a[j]} - int64_t{b[j]}) % bj + bj) % bj;
+  }
+  for (size_t i = 0; i < jobs; ++i) {
+    for (size_t j = i + 1; j < jobs; ++j) {
+      const int64_t g = std::gcd(int64_t{circle.JobBins(i)}, int64_t{circle.JobBins(j)});
+      if ((diff[i] - diff[j]) % g != 0) return false;
+    }
+  }
+  return true;
 }
 
 double LinkScore(const UnifiedCircle& circle, double capacity_gbps,
@@ -102,13 +134,17 @@ double BoundedExcess(const double* p, const double* d, uint64_t n, double cap, d
 }  // namespace
 
 CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gbps)
-    : circle_(&circle), cap_(capacity_gbps), tiled_(circle.jobs.size()) {
+    : circle_(&circle), cap_(capacity_gbps) {
   const uint64_t n = circle.bins;
+  tiled_.reserve(circle.jobs.size());
   for (size_t j = 0; j < circle.jobs.size(); ++j) {
     const std::vector<double>& d = circle.jobs[j].gbps;
     const uint64_t b = d.size();
-    tiled_[j].resize(n + b);
-    for (uint64_t i = 0; i < n + b; ++i) tiled_[j][i] = d[i % b];
+    tiled_.emplace_back(n + b);
+    double* out = tiled_.back().get().data();
+    for (uint64_t at = 0; at < n + b; at += b) {  // whole copies of the pattern, then the rest
+      std::copy_n(d.begin(), std::min(b, n + b - at), out + at);
+    }
   }
 }
 
@@ -125,9 +161,50 @@ double CircleEvaluator::ExcessWith(const std::vector<double>& load, size_t j, ui
 }
 
 double CircleEvaluator::Excess(const std::vector<double>& load) {
-  if (zeros_.size() != bins()) zeros_.assign(bins(), 0.0);
-  return BoundedExcess(load.data(), zeros_.data(), bins(), cap_,
-                       std::numeric_limits<double>::infinity(), &evaluations_);
+  double excess = 0;
+  for (uint64_t k = 0; k < bins(); ++k) excess += std::max(0.0, load[k] - cap_);
+  evaluations_ += bins();
+  return excess;
+}
+
+void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t j,
+                                         std::vector<double>& out) {
+  const uint64_t n = bins(), b = JobBins(j), m = n / b;
+  const std::vector<double>& d = circle_->jobs[j].gbps;
+  // Residue class r of the load, sorted, at sorted[r*m, (r+1)*m); suffix[r*(m+1) + i]
+  // is the sum of the class's values from position i on.
+  ScratchBuffer sorted_buffer(n, ScratchBuffer::Uninitialized{});
+  ScratchBuffer suffix_buffer(b * (m + 1), ScratchBuffer::Uninitialized{});
+  std::vector<double>& sorted = sorted_buffer.get();
+  std::vector<double>& suffix = suffix_buffer.get();
+  for (uint64_t r = 0; r < b; ++r) {
+    double* cls = sorted.data() + r * m;
+    for (uint64_t i = 0; i < m; ++i) cls[i] = load[r + i * b];
+    std::sort(cls, cls + m);
+    double* suf = suffix.data() + r * (m + 1);
+    suf[m] = 0;
+    for (uint64_t i = m; i-- > 0;) suf[i] = suf[i + 1] + cls[i];
+  }
+  // F_r(x) = sum over class r of max(0, v + x - C).
+  auto f = [&](uint64_t r, double x) {
+    const double* cls = sorted.data() + r * m;
+    const uint64_t first = static_cast<uint64_t>(std::upper_bound(cls, cls + m, cap_ - x) - cls);
+    return suffix[r * (m + 1) + first] + static_cast<double>(m - first) * (x - cap_);
+  };
+  ScratchBuffer idle_buffer(b);  // F_r(0), shared by every idle bin of the pattern
+  std::vector<double>& idle = idle_buffer.get();
+  for (uint64_t r = 0; r < b; ++r) idle[r] = f(r, 0.0);
+  out.assign(b, 0.0);
+  for (uint64_t s = 0; s < b; ++s) {
+    double sum = 0;
+    uint64_t r = s;  // (bin + s) mod B, walked with the bin
+    for (uint64_t bin = 0; bin < b; ++bin) {
+      sum += d[bin] == 0.0 ? idle[r] : f(r, d[bin]);
+      if (++r == b) r = 0;
+    }
+    out[s] = sum;
+  }
+  evaluations_ += n + b * b;
 }
 
 }  // namespace phasor::placer

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "placer/scratch.h"
 #include "placer/traffic_profile.h"
 
 namespace phasor::placer {
@@ -57,6 +58,13 @@ inline double ScoreFromExcess(double total_excess, uint64_t bins, double capacit
 double LinkScore(const UnifiedCircle& circle, double capacity_gbps,
                  const std::vector<uint32_t>& shifts);
 
+// True when shifts `a` and `b` (in bins) are the same configuration up to a
+// common rotation of the circle, so that they have the same score: some r
+// has a_j = b_j + r (mod B_j) for every j, i.e. the differences agree modulo
+// every pair's gcd (generalised Chinese remainder theorem).
+bool SameUpToRotation(const UnifiedCircle& circle, const std::vector<uint32_t>& a,
+                      const std::vector<uint32_t>& b);
+
 // The load L(k) over the N bins of the circle for `shifts` (in bins).
 std::vector<double> LoadOnCircle(const UnifiedCircle& circle, const std::vector<uint32_t>& shifts);
 
@@ -83,18 +91,25 @@ class CircleEvaluator {
   // sum_k max(0, load[k] - C).
   double Excess(const std::vector<double>& load);
 
+  // ExcessWith(load, j, s) for every s in [0, B_j) at once, into out[s]. Folds
+  // the circle: bins k with k = b + s (mod B_j) meet pattern value d_j[b], so
+  // each residue class of `load` is sorted once and queried by binary search,
+  // costing O(N log(N/B_j) + B_j^2 log(N/B_j)) instead of O(B_j * N). Worth it
+  // when the pattern repeats often (FoldingPays).
+  void ExcessForAllShifts(const std::vector<double>& load, size_t j, std::vector<double>& out);
+  bool FoldingPays(size_t j) const { return bins() >= uint64_t{8} * JobBins(j); }
+
   // Bin evaluations made so far (the work done).
   uint64_t evaluations() const { return evaluations_; }
 
  private:
   const double* Rotated(size_t j, uint32_t shift) const {
-    return tiled_[j].data() + JobBins(j) - shift;
+    return tiled_[j].get().data() + JobBins(j) - shift;
   }
 
   const UnifiedCircle* circle_;
   double cap_;
-  std::vector<std::vector<double>> tiled_;
-  std::vector<double> zeros_;
+  std::vector<ScratchBuffer> tiled_;
   uint64_t evaluations_ = 0;
 };
 

@@ -25,7 +25,29 @@ constexpr int kBaselineSamples = 4;
 struct LinkSolve {
   UnifiedCircle circle;
   LinkSolution solution;
-  double baseline_score = 0;
+  double capacity_gbps = 0;
+  uint64_t seed = 0;
+
+  // The mean score at random phases (how the link fares without phasor),
+  // computed on first use: only loops need it.
+  double BaselineScore() const {
+    if (!baseline_score_) {
+      std::mt19937_64 rng(seed);
+      double sum = 0;
+      for (int r = 0; r < kBaselineSamples; ++r) {
+        std::vector<uint32_t> s(circle.jobs.size());
+        for (size_t i = 0; i < s.size(); ++i) {
+          s[i] = std::uniform_int_distribution<uint32_t>(0, circle.JobBins(i) - 1)(rng);
+        }
+        sum += LinkScore(circle, capacity_gbps, s);
+      }
+      baseline_score_ = sum / kBaselineSamples;
+    }
+    return *baseline_score_;
+  }
+
+ private:
+  mutable std::optional<double> baseline_score_;
 };
 
 // A contended link as one candidate sees it.
@@ -62,7 +84,7 @@ class Ranker {
   std::shared_ptr<const LinkSolve> SolveAlone(const Link& link,
                                               const std::vector<const Job*>& jobs,
                                               const std::vector<double>& shares);
-  void SolveConstrained(const AffinityGraph& graph, const AffinityGraph::Component& component,
+  bool SolveConstrained(const AffinityGraph& graph, const AffinityGraph::Component& component,
                         std::vector<ContendedLink>& links, const std::vector<const Job*>& jobs,
                         std::vector<int64_t>& shifts);
 
@@ -106,25 +128,20 @@ std::shared_ptr<const LinkSolve> Ranker::SolveAlone(const Link& link,
   }
   solve->solution = SolveLink(solve->circle, link.capacity_gbps, fixed, request_.options.solver);
 
-  std::mt19937_64 rng(request_.options.solver.seed);
-  double sum = 0;
-  for (int r = 0; r < kBaselineSamples; ++r) {
-    std::vector<uint32_t> s(jobs.size());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      s[i] = std::uniform_int_distribution<uint32_t>(0, solve->circle.JobBins(i) - 1)(rng);
-    }
-    sum += LinkScore(solve->circle, link.capacity_gbps, s);
-  }
-  solve->baseline_score = sum / kBaselineSamples;
+  solve->capacity_gbps = link.capacity_gbps;
+  solve->seed = request_.options.solver.seed;
   cache_.emplace(std::move(key), solve);
   return solve;
 }
 
-// Loops and multiple pinned jobs: start from the best of the component's
-// spanning-tree assignments (the maximum-weight tree first), then improve every
-// free job's shift on the true objective (sum of the component's link scores,
-// every job's shift applied on all its links) by coordinate descent.
-void Ranker::SolveConstrained(const AffinityGraph& graph,
+// Loops and multiple pinned jobs: assign along the maximum-weight spanning
+// tree (weight = how much a link stands to gain); when every link then sits at
+// its own optimum the loop is harmless and the result is optimal. Otherwise
+// also try the other spanning trees (when few), then improve the free jobs'
+// shifts on the true objective (the sum of the component's link scores, every
+// job's shift applied on all its links) by coordinate descent. Returns true
+// when every link ends at its own optimum.
+bool Ranker::SolveConstrained(const AffinityGraph& graph,
                               const AffinityGraph::Component& component,
                               std::vector<ContendedLink>& links,
                               const std::vector<const Job*>& jobs, std::vector<int64_t>& shifts) {
@@ -145,19 +162,27 @@ void Ranker::SolveConstrained(const AffinityGraph& graph,
     const ContendedLink& cl = links[l];
     return cl.solve->circle.jobs[cl.PositionOf(j)].period_us;
   };
-
-  // Per-link normalised excess: the objective is its sum (lower is better).
+  auto norm = [&](const ContendedLink& cl) {
+    return static_cast<double>(cl.solve->circle.bins) * request_.links[cl.link].capacity_gbps;
+  };
+  // A link's normalised excess under shifts t (the objective sums them; lower is better).
   auto link_cost = [&](size_t l, const std::vector<int64_t>& t) {
     ContendedLink& cl = links[l];
     std::vector<uint32_t> s(cl.jobs.size());
     for (size_t p = 0; p < cl.jobs.size(); ++p) s[p] = cl.Bins(p, t[cl.jobs[p]]);
-    return TotalExcess(cl.solve->circle, request_.links[cl.link].capacity_gbps, s) /
-           (static_cast<double>(cl.solve->circle.bins) * request_.links[cl.link].capacity_gbps);
+    return TotalExcess(cl.solve->circle, request_.links[cl.link].capacity_gbps, s) / norm(cl);
   };
   auto objective = [&](const std::vector<int64_t>& t) {
     double sum = 0;
     for (size_t l : component.links) sum += link_cost(l, t);
     return sum;
+  };
+  auto every_link_optimal = [&](const std::vector<int64_t>& t) {
+    for (size_t l : component.links) {
+      const ContendedLink& cl = links[l];
+      if (link_cost(l, t) > cl.solve->solution.total_excess / norm(cl) + 1e-12) return false;
+    }
+    return true;
   };
   auto pin = [&](std::vector<int64_t>& t) {
     for (size_t j : component.jobs) {
@@ -167,7 +192,7 @@ void Ranker::SolveConstrained(const AffinityGraph& graph,
 
   std::vector<double> gain(links.size(), 0.0);
   for (size_t l : component.links) {
-    gain[l] = links[l].solve->solution.score - links[l].solve->baseline_score;
+    gain[l] = links[l].solve->solution.score - links[l].solve->BaselineScore();
   }
   std::vector<int64_t> best = shifts;
   double best_cost = std::numeric_limits<double>::infinity();
@@ -182,51 +207,81 @@ void Ranker::SolveConstrained(const AffinityGraph& graph,
     }
   };
   try_tree(graph.MaxWeightSpanningTree(component, gain));
-  graph.ForEachSpanningTree(component, options.max_spanning_trees, try_tree);
+  if (every_link_optimal(best)) {
+    shifts = std::move(best);
+    return true;
+  }
+  if (AffinityGraph::DropSetCount(component) <= uint64_t{8} * options.max_spanning_trees) {
+    graph.ForEachSpanningTree(component, options.max_spanning_trees, try_tree);
+  }
   shifts = std::move(best);
 
-  // Joint coordinate descent over the free jobs.
+  // Joint coordinate descent over the free jobs, within an evaluation budget.
   for (size_t l : component.links) {
-    links[l].evaluator =
-        std::make_unique<CircleEvaluator>(links[l].solve->circle,
-                                          request_.links[links[l].link].capacity_gbps);
+    links[l].evaluator = std::make_unique<CircleEvaluator>(
+        links[l].solve->circle, request_.links[links[l].link].capacity_gbps);
   }
+  auto spent = [&] {
+    uint64_t sum = 0;
+    for (size_t l : component.links) sum += links[l].evaluator->evaluations();
+    return sum;
+  };
   std::vector<std::vector<size_t>> links_of_job(jobs.size());
   for (size_t l : component.links) {
     for (size_t j : links[l].jobs) links_of_job[j].push_back(l);
   }
-  for (uint32_t sweep = 0; sweep < options.joint_max_sweeps; ++sweep) {
+  bool budget_left = true;
+  for (uint32_t sweep = 0; sweep < options.joint_max_sweeps && budget_left; ++sweep) {
     bool moved = false;
     for (size_t j : component.jobs) {
       if (jobs[j]->pinned_shift_us) continue;
+      if (spent() > options.joint_max_evaluations) {
+        budget_left = false;
+        break;
+      }
       // The other jobs' load on each of j's links.
-      std::vector<std::vector<double>> others;
+      std::vector<ScratchBuffer> others;
       uint32_t step = std::numeric_limits<uint32_t>::max();
+      uint64_t bins_per_try = 0;
       for (size_t l : links_of_job[j]) {
         ContendedLink& cl = links[l];
-        std::vector<double> load(cl.solve->circle.bins, 0.0);
+        ScratchBuffer load(cl.solve->circle.bins);
         for (size_t p = 0; p < cl.jobs.size(); ++p) {
-          if (cl.jobs[p] != j) cl.evaluator->AddJob(p, cl.Bins(p, shifts[cl.jobs[p]]), load);
+          if (cl.jobs[p] != j) cl.evaluator->AddJob(p, cl.Bins(p, shifts[cl.jobs[p]]), load.get());
         }
         others.push_back(std::move(load));
         step = std::min(step, cl.quantum());
+        bins_per_try += cl.solve->circle.bins;
       }
       const int64_t job_period = QuantizedPeriodUs(jobs[j]->profile.period_us, step);
       auto cost_at = [&](int64_t t, double bound) {
         double sum = 0;
         for (size_t i = 0; i < links_of_job[j].size() && sum <= bound; ++i) {
           ContendedLink& cl = links[links_of_job[j][i]];
-          const double norm = static_cast<double>(cl.solve->circle.bins) *
-                              request_.links[cl.link].capacity_gbps;
+          const double n = norm(cl);
           const size_t pos = cl.PositionOf(j);
-          sum += cl.evaluator->ExcessWith(others[i], pos, cl.Bins(pos, t), (bound - sum) * norm) /
-                 norm;
+          sum += cl.evaluator->ExcessWith(others[i].get(), pos, cl.Bins(pos, t), (bound - sum) * n) / n;
         }
         return sum;
       };
+      // Every shift when affordable, else those that line j up with a
+      // neighbour k as their shared link's own optimum would.
+      std::vector<int64_t> tries;
+      if (static_cast<uint64_t>(job_period / step) * bins_per_try <=
+          options.joint_full_scan_evaluations) {
+        for (int64_t t = 0; t < job_period; t += step) tries.push_back(t);
+      } else {
+        for (size_t l : links_of_job[j]) {
+          for (size_t k : links[l].jobs) {
+            if (k == j) continue;
+            const int64_t t = shifts[k] - link_shift(l, k) + link_shift(l, j);
+            tries.push_back(((t % job_period) + job_period) % job_period);
+          }
+        }
+      }
       double current = cost_at(shifts[j], std::numeric_limits<double>::infinity());
       int64_t best_t = shifts[j];
-      for (int64_t t = 0; t < job_period; t += step) {
+      for (int64_t t : tries) {
         const double c = cost_at(t, current);
         if (c < current - 1e-12) {
           current = c;
@@ -240,6 +295,7 @@ void Ranker::SolveConstrained(const AffinityGraph& graph,
     }
     if (!moved) break;
   }
+  return every_link_optimal(shifts);
 }
 
 absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
@@ -316,8 +372,8 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
           shifts);
     } else {
       out.cycle |= component.has_cycle();
-      out.exact = false;  // the joint optimum of a loop is not proven
-      SolveConstrained(graph, component, contended, jobs, shifts);
+      // Proven only when every link of the component reached its own optimum.
+      out.exact &= SolveConstrained(graph, component, contended, jobs, shifts);
     }
   }
 
@@ -338,7 +394,11 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
       r.jobs.push_back(jobs[cl.jobs[p]]->id);
       r.rounding_error_us[jobs[cl.jobs[p]]->id] = cl.solve->circle.jobs[p].rounding_error_us;
     }
-    r.score = LinkScore(cl.solve->circle, link.capacity_gbps, s);
+    // A rotation of the link's own optimum (always so on tree components)
+    // scores the same: no need to sum the circle again.
+    r.score = SameUpToRotation(cl.solve->circle, s, cl.solve->solution.shifts)
+                  ? cl.solve->solution.score
+                  : LinkScore(cl.solve->circle, link.capacity_gbps, s);
     out.exact &= r.exact;
     sum += r.score;
     out.min_link_score = std::min(out.min_link_score, r.score);

@@ -45,11 +45,20 @@ struct Candidate {
 struct RankOptions {
   CircleOptions circle;        // quantum_us (default 1000), max_bins (default 65536)
   ShiftSolverOptions solver;   // exact search budget, restarts, seed
-  // Loops: the number of spanning trees tried as starting points before the
-  // joint descent (the maximum-weight tree is always among them).
+  // Loops: spanning trees tried as starting points of the joint descent. The
+  // maximum-weight tree is always tried; the others only when the component
+  // has at most 8x this many ways to drop its loop edges.
   uint32_t max_spanning_trees = 256;
   // Loops: sweeps of the joint coordinate descent.
   uint32_t joint_max_sweeps = 16;
+  // Loops: bin evaluations one component's joint descent may spend (bounds
+  // the work on large tangled components; the result stays valid, only less
+  // improved).
+  uint64_t joint_max_evaluations = 20'000'000;
+  // Loops: a job's every shift is tried when that costs at most this many bin
+  // evaluations; otherwise only the shifts that line it up with a neighbour
+  // as a shared link's own optimum would.
+  uint64_t joint_full_scan_evaluations = 2'000'000;
 };
 
 struct RankRequest {
@@ -76,7 +85,9 @@ struct RankedCandidate {
   double score = 1;           // mean of the contended links' achieved scores (1 when none)
   double min_link_score = 1;  // minimum of them (1 when none)
   bool cycle = false;         // some component of the affinity graph has a loop
-  bool exact = false;         // every link solved exactly and every link keeps its optimum
+  // Proven optimal: every link solved exactly and every link keeps its own
+  // optimum (always so on trees; on loops when the links agree).
+  bool exact = false;
   std::vector<std::pair<std::string, uint32_t>> shifts_us;  // per job, request order
   std::vector<LinkResult> links;                            // contended links, request order
 };

@@ -1,6 +1,7 @@
 #include "placer/shift_solver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -15,7 +16,7 @@ class Search {
  public:
   Search(const UnifiedCircle& circle, double capacity,
          const std::vector<std::optional<uint32_t>>& fixed, const ShiftSolverOptions& options)
-      : eval_(circle, capacity), n_(circle.bins), options_(options) {
+      : eval_(circle, capacity), n_(circle.bins), options_(options), fixed_load_(circle.bins) {
     const size_t jobs = circle.jobs.size();
     shifts_.assign(jobs, 0);
     auto is_fixed = [&](size_t j) { return !fixed.empty() && fixed[j].has_value(); };
@@ -26,15 +27,18 @@ class Search {
       }
     }
     for (size_t j = 0; j < jobs; ++j) {
-      if (is_fixed(j)) continue;
-      if (anchored_.empty()) {
-        anchored_.push_back(j);  // a common rotation is free: hold the first job at 0
-      } else {
-        free_.push_back(j);
-      }
+      if (!is_fixed(j)) free_.push_back(j);
     }
-    fixed_load_.assign(n_, 0.0);
-    for (size_t j : anchored_) eval_.AddJob(j, shifts_[j], fixed_load_);
+    // Longest patterns first: the shortest is searched last, where folding
+    // (CircleEvaluator::ExcessForAllShifts) makes its whole range cheap.
+    std::stable_sort(free_.begin(), free_.end(), [&](size_t a, size_t b) {
+      return circle.JobBins(a) > circle.JobBins(b);
+    });
+    if (anchored_.empty() && !free_.empty()) {
+      anchored_.push_back(free_.front());  // a common rotation is free: hold one job at 0
+      free_.erase(free_.begin());
+    }
+    for (size_t j : anchored_) eval_.AddJob(j, shifts_[j], fixed_load_.get());
     lower_bound_ = LowerBound();
     tolerance_ = kScoreTolerance * static_cast<double>(n_) * capacity;
   }
@@ -53,21 +57,55 @@ class Search {
     return ranges;
   }
 
+  // The exhaustive search's bin evaluations: N per configuration of the
+  // levels above the last, then the last level by direct sums or folded.
   uint64_t ExactCost() const {
-    long double cost = static_cast<long double>(n_);
-    for (uint64_t r : Ranges()) cost *= r;
+    if (free_.empty()) return n_;
+    const std::vector<uint64_t> ranges = Ranges();
+    long double prefix = 1;
+    for (size_t i = 0; i + 1 < ranges.size(); ++i) prefix *= ranges[i];
+    const long double n = static_cast<long double>(n_);
+    const long double cost = prefix * (n * (ranges.size() > 1 ? 1 : 0) + LastLevelCost(ranges.back()));
     return cost > 1e19L ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(cost);
+  }
+
+  // One visit of the last level: `range` direct sums of N bins, or one fold.
+  long double LastLevelCost(uint64_t range) const {
+    const long double n = static_cast<long double>(n_);
+    const long double direct = n * static_cast<long double>(range);
+    return FoldLast(range) ? FoldCost() : direct;
+  }
+  long double FoldCost() const {
+    const long double b = eval_.JobBins(free_.back());
+    const long double n = static_cast<long double>(n_);
+    return (n + b * b) * std::log2(static_cast<double>(n / b) + 2.0);
+  }
+  bool FoldLast(uint64_t range) const {
+    return eval_.FoldingPays(free_.back()) &&
+           FoldCost() < static_cast<long double>(n_) * static_cast<long double>(range);
   }
 
   LinkSolution Solve() {
     if (free_.empty()) {
-      Record(eval_.Excess(fixed_load_));
+      Record(eval_.Excess(fixed_load_.get()));
       return Finish(true);
     }
-    if (ExactCost() <= options_.exact_max_evaluations) {
+    const uint64_t exact_cost = ExactCost();
+    if (exact_cost <= options_.exact_max_evaluations) {
+      // A greedy incumbent first, when it is cheap next to the search: it may
+      // already meet the lower bound, and it lets the search abandon most
+      // configurations after their first bins.
+      uint64_t greedy_cost = 0;
+      for (size_t j : free_) greedy_cost += uint64_t{eval_.JobBins(j)} * n_;
+      if (greedy_cost * 4 <= exact_cost) {
+        Greedy();
+        Record(eval_.Excess(LoadOf(shifts_).get()));
+        if (Proven()) return Finish(true);
+      }
       ranges_ = Ranges();
-      levels_.assign(free_.size(), std::vector<double>());
-      levels_[0] = fixed_load_;
+      fold_last_ = FoldLast(ranges_.back());
+      for (size_t i = 0; i < free_.size(); ++i) levels_.emplace_back(n_);
+      levels_[0].get() = fixed_load_.get();
       Exhaust(0);
       return Finish(true);
     }
@@ -106,13 +144,25 @@ class Search {
 
   void Exhaust(size_t level) {
     const size_t j = free_[level];
-    const std::vector<double>& load = levels_[level];
+    const std::vector<double>& load = levels_[level].get();
     for (uint32_t s = 0; s < ranges_[level] && !Proven(); ++s) {
       shifts_[j] = s;
       if (level + 1 == free_.size()) {
+        if (fold_last_) {
+          // Every shift of the last job at once; shifts s and s + range are
+          // the same configuration up to a common rotation.
+          ScratchBuffer all_buffer(eval_.JobBins(j));
+          std::vector<double>& all = all_buffer.get();
+          eval_.ExcessForAllShifts(load, j, all);
+          for (uint32_t t = 0; t < ranges_[level]; ++t) {
+            shifts_[j] = t;
+            Record(all[t]);
+          }
+          return;
+        }
         Record(eval_.ExcessWith(load, j, s, best_excess_));
       } else {
-        std::vector<double>& next = levels_[level + 1];
+        std::vector<double>& next = levels_[level + 1].get();
         next = load;
         eval_.AddJob(j, s, next);
         Exhaust(level + 1);
@@ -124,6 +174,17 @@ class Search {
   // `current`, then the lowest shift.
   uint32_t BestShift(size_t j, const std::vector<double>& others, uint32_t current,
                      double* excess) {
+    if (eval_.FoldingPays(j)) {
+      ScratchBuffer all_buffer(eval_.JobBins(j));
+      std::vector<double>& all = all_buffer.get();
+      eval_.ExcessForAllShifts(others, j, all);
+      uint32_t best_s = current;
+      for (uint32_t s = 0; s < all.size(); ++s) {
+        if (all[s] < all[best_s] - tolerance_ * 1e-3) best_s = s;
+      }
+      *excess = all[best_s];
+      return best_s;
+    }
     double best = eval_.ExcessWith(others, j, current, std::numeric_limits<double>::infinity());
     uint32_t best_s = current;
     for (uint32_t s = 0; s < eval_.JobBins(j); ++s) {
@@ -140,12 +201,13 @@ class Search {
 
   // Coordinate descent from `shifts_`; returns the excess reached.
   double DescendFrom() {
-    std::vector<double> others(n_);
-    double excess = std::numeric_limits<double>::infinity();
-    for (uint32_t sweep = 0; sweep < options_.max_sweeps; ++sweep) {
+    ScratchBuffer others_buffer(n_);
+    std::vector<double>& others = others_buffer.get();
+    double excess = eval_.Excess(LoadOf(shifts_).get());  // where the descent starts
+    for (uint32_t sweep = 0; sweep < options_.max_sweeps && !OverBudget(); ++sweep) {
       bool moved = false;
       for (size_t j : free_) {
-        others = fixed_load_;
+        others = fixed_load_.get();
         for (size_t i : free_) {
           if (i != j) eval_.AddJob(i, shifts_[i], others);
         }
@@ -159,17 +221,32 @@ class Search {
     return excess;
   }
 
-  void Descend() {
-    // Greedy start: each free job in turn at its best shift against those placed.
-    std::vector<double> placed = fixed_load_;
+  // Each free job in turn at its best shift against those placed before it.
+  void Greedy() {
+    ScratchBuffer placed_buffer(n_);
+    std::vector<double>& placed = placed_buffer.get();
+    placed = fixed_load_.get();
     for (size_t j : free_) {
       double unused = 0;
       shifts_[j] = BestShift(j, placed, 0, &unused);
       eval_.AddJob(j, shifts_[j], placed);
     }
+  }
+
+  ScratchBuffer LoadOf(const std::vector<uint32_t>& shifts) const {
+    ScratchBuffer load(n_);
+    load.get() = fixed_load_.get();
+    for (size_t j : free_) eval_.AddJob(j, shifts[j], load.get());
+    return load;
+  }
+
+  bool OverBudget() const { return eval_.evaluations() > options_.heuristic_max_evaluations; }
+
+  void Descend() {
+    Greedy();
     Record(DescendFrom());
     std::mt19937_64 rng(options_.seed);
-    for (uint32_t r = 0; r < options_.restarts && !Proven(); ++r) {
+    for (uint32_t r = 0; r < options_.restarts && !Proven() && !OverBudget(); ++r) {
       for (size_t j : free_) {
         shifts_[j] = std::uniform_int_distribution<uint32_t>(0, eval_.JobBins(j) - 1)(rng);
       }
@@ -193,11 +270,12 @@ class Search {
   std::vector<size_t> anchored_;  // jobs whose shift is given (pinned, or the anchor)
   std::vector<size_t> free_;      // jobs the search places
   std::vector<uint32_t> shifts_;  // the configuration under examination
-  std::vector<double> fixed_load_;
+  ScratchBuffer fixed_load_;
   std::vector<uint64_t> ranges_;
-  std::vector<std::vector<double>> levels_;
+  std::vector<ScratchBuffer> levels_;
   double lower_bound_ = 0;
   double tolerance_ = 0;
+  bool fold_last_ = false;
   double best_excess_ = std::numeric_limits<double>::infinity();
   std::vector<uint32_t> best_shifts_;
 };

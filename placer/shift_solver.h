@@ -22,6 +22,9 @@ struct ShiftSolverOptions {
   uint32_t restarts = 4;
   // Heuristic: a descent stops after this many sweeps over the jobs.
   uint32_t max_sweeps = 32;
+  // Heuristic: no new sweep or restart starts once this many bin evaluations
+  // are spent (bounds the time of one link solve).
+  uint64_t heuristic_max_evaluations = 20'000'000;
   // Seed of the restarts' random starting points (results are deterministic).
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
 };

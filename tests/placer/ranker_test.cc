@@ -191,7 +191,11 @@ TEST(RankTest, LoopsDoAtLeastAsWellAsEverySpanningTreeAssignment) {
     const RankRequest r = Request(profiles, shape, cap);
     const RankedCandidate c = Rank(r).ranked.at(0);
     EXPECT_TRUE(c.cycle);
-    EXPECT_FALSE(c.exact);
+    bool all_at_optimum = true;
+    for (const LinkResult& l : c.links) {
+      all_at_optimum &= l.exact && std::abs(l.score - l.optimal_score) < 1e-9;
+    }
+    EXPECT_EQ(c.exact, all_at_optimum) << "exact is claimed only when every link is at its optimum";
     double best_tree = -1e300;
     for (size_t drop = 0; drop < edges.size(); ++drop) {
       auto tree = edges;
@@ -211,6 +215,22 @@ TEST(RankTest, LoopsDoAtLeastAsWellAsEverySpanningTreeAssignment) {
     EXPECT_NEAR(c.score, sum / 3, 1e-9);
   }
   EXPECT_GT(improved, 0) << "the joint descent never improved on a spanning tree";
+}
+
+TEST(RankTest, LoopsWhoseLinksAgreeAreSolvedExactly) {
+  // Two jobs sharing four links with the same shares (a ring over two leaves
+  // crosses several uplinks together): the graph has loops, but every link
+  // has the same optimum, so all keep it.
+  RankRequest r = Request({Square(100, 40, 50), Square(150, 60, 50)},
+                          {{0, 1}, {0, 1}, {0, 1}, {0, 1}}, 50);
+  const RankedCandidate c = Rank(r).ranked.at(0);
+  EXPECT_TRUE(c.cycle);
+  EXPECT_TRUE(c.exact);
+  ASSERT_EQ(c.links.size(), 4u);
+  for (const LinkResult& l : c.links) {
+    EXPECT_NEAR(l.score, l.optimal_score, 1e-12);
+    EXPECT_NEAR(l.score, OptimumAlone(r, {0, 1}, 50), 1e-12);
+  }
 }
 
 TEST(RankTest, PinnedShiftIsKeptAndOthersFollowIt) {

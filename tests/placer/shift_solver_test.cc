@@ -151,8 +151,10 @@ TEST(SolveLinkTest, ExactCostUsesTheInvariances) {
   const UnifiedCircle three = Circle({ArrayProfile(std::vector<double>(4, 1)),
                                       ArrayProfile(std::vector<double>(6, 1)),
                                       ArrayProfile(std::vector<double>(9, 1))});
-  // N = 36; ranges gcd(4,6) = 2 and gcd(12, 9) = 3: 2 * 3 * 36 = 216 = 4 * 6 * 9.
-  EXPECT_EQ(ExactSearchCost(three, {}), 216u);
+  // N = 36. Longest first: job 9 is held at 0, job 6 ranges over gcd(9, 6) = 3
+  // shifts, job 4 over gcd(18, 4) = 2: 3 x 2 = 6 = (4 * 6 * 9) / 36
+  // configurations. Cost: 3 x (36 to place job 6 + 2 x 36 for job 4) = 324.
+  EXPECT_EQ(ExactSearchCost(three, {}), 324u);
 }
 
 // A random profile: an array of random demand with idle stretches, or a square wave.
@@ -223,6 +225,56 @@ TEST(SolveLinkTest, HeuristicNeverBeatsTheOptimumAndReportsItsShiftsHonestly) {
   // Descent with restarts finds the optimum of nearly every small instance.
   EXPECT_GE(optimal, kInstances * 95 / 100);
   EXPECT_GT(proven, 0);
+}
+
+TEST(SolveLinkTest, HeuristicOutOfBudgetStillReturnsConsistentShifts) {
+  std::mt19937_64 rng(3);
+  for (int instance = 0; instance < 20; ++instance) {
+    std::vector<TrafficProfile> profiles;
+    for (size_t j = 0; j < 3; ++j) profiles.push_back(RandomProfile(rng, RandomBins(rng, 3), 40));
+    const UnifiedCircle circle = Circle(profiles);
+    ShiftSolverOptions tiny;
+    tiny.exact_max_evaluations = 0;
+    tiny.heuristic_max_evaluations = 1;  // the greedy start alone exceeds it
+    const LinkSolution sol = SolveLink(circle, 30, {}, tiny);
+    ASSERT_EQ(sol.shifts.size(), 3u);
+    EXPECT_NEAR(ScoreByDefinition(Patterns(circle), 30, sol.shifts), sol.score, 1e-9);
+    EXPECT_LE(sol.score, BruteForceBest(Patterns(circle), 30) + 1e-9);
+  }
+}
+
+TEST(CircleEvaluatorTest, FoldedExcessEqualsTheDirectSumForEveryShift) {
+  std::mt19937_64 rng(17);
+  for (int instance = 0; instance < 50; ++instance) {
+    // A short pattern against a long circle: the case folding is for.
+    std::vector<TrafficProfile> profiles = {RandomProfile(rng, 7 + rng() % 20, 40),
+                                            RandomProfile(rng, 40 + rng() % 60, 40)};
+    const UnifiedCircle circle = Circle(profiles);
+    CircleEvaluator eval(circle, 35);
+    std::vector<double> load(circle.bins, 0.0);
+    eval.AddJob(1, static_cast<uint32_t>(rng() % circle.JobBins(1)), load);
+    std::vector<double> all;
+    eval.ExcessForAllShifts(load, 0, all);
+    ASSERT_EQ(all.size(), circle.JobBins(0));
+    for (uint32_t s = 0; s < circle.JobBins(0); ++s) {
+      ASSERT_NEAR(all[s], eval.ExcessWith(load, 0, s, 1e300), 1e-7) << "shift " << s;
+    }
+  }
+}
+
+TEST(SameUpToRotationTest, MatchesTheScoreInvariance) {
+  std::mt19937_64 rng(23);
+  const UnifiedCircle circle = Circle({RandomProfile(rng, 4, 40), RandomProfile(rng, 6, 40),
+                                       RandomProfile(rng, 9, 40)});
+  const std::vector<uint32_t> base = {1, 2, 3};
+  for (uint32_t r = 0; r < circle.bins; ++r) {  // every common rotation
+    const std::vector<uint32_t> rotated = {(1 + r) % 4, (2 + r) % 6, (3 + r) % 9};
+    EXPECT_TRUE(SameUpToRotation(circle, rotated, base));
+    EXPECT_NEAR(LinkScore(circle, 30, rotated), LinkScore(circle, 30, base), 1e-12);
+  }
+  EXPECT_FALSE(SameUpToRotation(circle, {1, 3, 3}, base));  // job 1 alone moved by 1
+  EXPECT_FALSE(SameUpToRotation(circle, {1, 2, 4}, base));
+  EXPECT_TRUE(SameUpToRotation(circle, {1, 2, 3}, base));
 }
 
 TEST(BuildUnifiedCircleTest, CoarsensTheQuantumUntilTheCircleFits) {
