@@ -167,9 +167,12 @@ absl::Status OptionsFromJson(const json& v, RankOptions& options) {
 }
 
 template <typename T, typename F>
-absl::Status ArrayOf(const json& doc, const char* key, F parse, std::vector<T>& out) {
+absl::Status ArrayOf(const json& doc, const char* key, F parse, std::vector<T>& out,
+                     bool required = true) {
   auto it = doc.find(key);
-  if (it == doc.end()) return Bad(key, "is required");
+  if (it == doc.end() || (!required && it->is_null())) {
+    return required ? Bad(key, "is required") : absl::OkStatus();
+  }
   if (!it->is_array()) return Bad(key, absl::StrCat("must be an array, got ", it->type_name()));
   for (size_t i = 0; i < it->size(); ++i) {
     PHASOR_ASSIGN_OR_RETURN(T item, parse((*it)[i], absl::StrCat(key, "[", i, "]")));
@@ -244,7 +247,11 @@ nlohmann::ordered_json TrafficProfileToJson(const TrafficProfile& p) {
 absl::StatusOr<RankRequest> RankRequestFromJson(const json& doc) {
   if (!doc.is_object()) return Bad("input", "must be a JSON object");
   RankRequest r;
-  if (absl::Status s = ArrayOf<Link>(doc, "links", LinkFromJson, r.links); !s.ok()) return s;
+  // "links" may be left out when a topology supplies them (phasor rank --topology).
+  if (absl::Status s = ArrayOf<Link>(doc, "links", LinkFromJson, r.links, /*required=*/false);
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = ArrayOf<Job>(doc, "jobs", JobFromJson, r.jobs); !s.ok()) return s;
   if (absl::Status s = ArrayOf<Candidate>(doc, "candidates", CandidateFromJson, r.candidates);
       !s.ok()) {

@@ -111,23 +111,18 @@ std::shared_ptr<const LinkSolve> Ranker::SolveAlone(const Link& link,
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
 
   std::vector<LinkDemand> demands;
-  for (size_t i = 0; i < jobs.size(); ++i) demands.push_back({&jobs[i]->profile, shares[i]});
-  auto circle = BuildUnifiedCircle(demands, request_.options.circle);
-  auto solve = std::make_shared<LinkSolve>();
+  std::vector<std::optional<uint32_t>> fixed_us(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    demands.push_back({&jobs[i]->profile, shares[i]});
+    if (use_pins) fixed_us[i] = jobs[i]->pinned_shift_us;
+  }
   // Validated options and profiles always give a circle (N = 1 fits at the
   // longest period), so this cannot fail here.
-  solve->circle = *std::move(circle);
-  std::vector<std::optional<uint32_t>> fixed(jobs.size());
-  if (use_pins) {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (!jobs[i]->pinned_shift_us) continue;
-      const uint32_t q = solve->circle.quantum_us;
-      fixed[i] = static_cast<uint32_t>((*jobs[i]->pinned_shift_us + q / 2) / q) %
-                 solve->circle.JobBins(i);
-    }
-  }
-  solve->solution = SolveLink(solve->circle, link.capacity_gbps, fixed, request_.options.solver);
-
+  SolvedLink solved = *SolveLinkDemands(demands, link.capacity_gbps, fixed_us,
+                                        request_.options.circle, request_.options.solver);
+  auto solve = std::make_shared<LinkSolve>();
+  solve->circle = std::move(solved.circle);
+  solve->solution = std::move(solved.solution);
   solve->capacity_gbps = link.capacity_gbps;
   solve->seed = request_.options.solver.seed;
   cache_.emplace(std::move(key), solve);

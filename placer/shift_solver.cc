@@ -85,6 +85,13 @@ class Search {
            FoldCost() < static_cast<long double>(n_) * static_cast<long double>(range);
   }
 
+  LinkSolution Refine(const std::vector<uint32_t>& start, uint32_t window) {
+    for (size_t j : free_) shifts_[j] = start[j] % eval_.JobBins(j);
+    window_ = window;
+    Record(DescendFrom());
+    return Finish(Proven());
+  }
+
   LinkSolution Solve() {
     if (free_.empty()) {
       Record(eval_.Excess(fixed_load_.get()));
@@ -174,6 +181,23 @@ class Search {
   // `current`, then the lowest shift.
   uint32_t BestShift(size_t j, const std::vector<double>& others, uint32_t current,
                      double* excess) {
+    if (window_ > 0 && 2 * window_ + 1 < eval_.JobBins(j)) {
+      // Only shifts within the window around the current one.
+      const uint32_t b = eval_.JobBins(j);
+      double best = eval_.ExcessWith(others, j, current, std::numeric_limits<double>::infinity());
+      uint32_t best_s = current;
+      for (uint32_t d = 1; d <= window_; ++d) {
+        for (uint32_t s : {(current + d) % b, (current + b - d) % b}) {
+          const double e = eval_.ExcessWith(others, j, s, best);
+          if (e < best - tolerance_ * 1e-3) {
+            best = e;
+            best_s = s;
+          }
+        }
+      }
+      *excess = best;
+      return best_s;
+    }
     if (eval_.FoldingPays(j)) {
       ScratchBuffer all_buffer(eval_.JobBins(j));
       std::vector<double>& all = all_buffer.get();
@@ -276,6 +300,7 @@ class Search {
   double lower_bound_ = 0;
   double tolerance_ = 0;
   bool fold_last_ = false;
+  uint32_t window_ = 0;  // descent: 0 tries every shift, else only those this close
   double best_excess_ = std::numeric_limits<double>::infinity();
   std::vector<uint32_t> best_shifts_;
 };
@@ -286,6 +311,61 @@ LinkSolution SolveLink(const UnifiedCircle& circle, double capacity_gbps,
                        const std::vector<std::optional<uint32_t>>& fixed,
                        const ShiftSolverOptions& options) {
   return Search(circle, capacity_gbps, fixed, options).Solve();
+}
+
+LinkSolution RefineLink(const UnifiedCircle& circle, double capacity_gbps,
+                        const std::vector<std::optional<uint32_t>>& fixed,
+                        const std::vector<uint32_t>& start, uint32_t window,
+                        const ShiftSolverOptions& options) {
+  return Search(circle, capacity_gbps, fixed, options).Refine(start, window);
+}
+
+absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& demands,
+                                            double capacity_gbps,
+                                            const std::vector<std::optional<uint32_t>>& fixed_us,
+                                            const CircleOptions& circle_options,
+                                            const ShiftSolverOptions& options) {
+  auto to_bins = [&](const UnifiedCircle& c) {
+    std::vector<std::optional<uint32_t>> fixed(c.jobs.size());
+    for (size_t j = 0; j < fixed_us.size() && j < c.jobs.size(); ++j) {
+      if (fixed_us[j]) {
+        fixed[j] = static_cast<uint32_t>((*fixed_us[j] + c.quantum_us / 2) / c.quantum_us %
+                                         c.JobBins(j));
+      }
+    }
+    return fixed;
+  };
+  absl::StatusOr<UnifiedCircle> fine = BuildUnifiedCircle(demands, circle_options);
+  if (!fine.ok()) return fine.status();
+  SolvedLink out;
+  out.circle = *std::move(fine);
+  const std::vector<std::optional<uint32_t>> fixed = to_bins(out.circle);
+  if (ExactSearchCost(out.circle, fixed) <= options.exact_max_evaluations) {
+    out.solution = SolveLink(out.circle, capacity_gbps, fixed, options);
+    return out;
+  }
+  // Coarser circles until the exhaustive search fits, then refine.
+  CircleOptions coarse_options = circle_options;
+  for (int doubling = 0; doubling < 16; ++doubling) {
+    coarse_options.quantum_us *= 2;
+    absl::StatusOr<UnifiedCircle> coarse = BuildUnifiedCircle(demands, coarse_options);
+    if (!coarse.ok()) break;
+    const std::vector<std::optional<uint32_t>> coarse_fixed = to_bins(*coarse);
+    if (ExactSearchCost(*coarse, coarse_fixed) > options.exact_max_evaluations) continue;
+    const LinkSolution rough = SolveLink(*coarse, capacity_gbps, coarse_fixed, options);
+    std::vector<uint32_t> start(out.circle.jobs.size());
+    for (size_t j = 0; j < start.size(); ++j) {
+      const uint64_t t = uint64_t{rough.shifts[j]} * coarse->quantum_us;
+      start[j] = static_cast<uint32_t>((t + out.circle.quantum_us / 2) / out.circle.quantum_us %
+                                       out.circle.JobBins(j));
+      if (fixed[j]) start[j] = *fixed[j];
+    }
+    const uint32_t window = coarse->quantum_us / out.circle.quantum_us;
+    out.solution = RefineLink(out.circle, capacity_gbps, fixed, start, window, options);
+    return out;
+  }
+  out.solution = SolveLink(out.circle, capacity_gbps, fixed, options);
+  return out;
 }
 
 uint64_t ExactSearchCost(const UnifiedCircle& circle,

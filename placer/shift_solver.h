@@ -47,6 +47,33 @@ LinkSolution SolveLink(const UnifiedCircle& circle, double capacity_gbps,
                        const std::vector<std::optional<uint32_t>>& fixed,
                        const ShiftSolverOptions& options);
 
+// Coordinate descent from `start` (bins, one per job) in which each free job
+// only tries shifts within `window` bins of its current one; sweeps until no
+// job moves (or the heuristic budget is spent). `exact` is true only when the
+// result meets the lower bound.
+LinkSolution RefineLink(const UnifiedCircle& circle, double capacity_gbps,
+                        const std::vector<std::optional<uint32_t>>& fixed,
+                        const std::vector<uint32_t>& start, uint32_t window,
+                        const ShiftSolverOptions& options);
+
+// A link solved from its demands.
+struct SolvedLink {
+  UnifiedCircle circle;
+  LinkSolution solution;
+};
+
+// Solves a link from its jobs' demands, on the circle of `circle_options`:
+// exactly when the search fits `options.exact_max_evaluations`; otherwise
+// exactly on a coarser circle (the quantum doubled until the search fits),
+// whose shifts are then refined on the fine circle by a descent within one
+// coarse bin (multi-resolution). `fixed_us[j]`, when set, is a
+// shift in microseconds job j must keep. Errors as BuildUnifiedCircle.
+absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& demands,
+                                            double capacity_gbps,
+                                            const std::vector<std::optional<uint32_t>>& fixed_us,
+                                            const CircleOptions& circle_options,
+                                            const ShiftSolverOptions& options);
+
 // The number of bin evaluations the exhaustive search would take.
 uint64_t ExactSearchCost(const UnifiedCircle& circle,
                          const std::vector<std::optional<uint32_t>>& fixed);

@@ -120,7 +120,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadJson{"Malformed", "{\"links\": [", "input: malformed JSON"},
         BadJson{"NotObject", "[1, 2]", "input: must be a JSON object"},
-        BadJson{"MissingLinks", R"({"links": null})", "links: is required"},
+        BadJson{"MissingJobs", R"({"jobs": null})", "jobs: is required"},
+        BadJson{"LinksNotArray", R"({"links": {"id": "l"}})", "links: must be an array"},
         BadJson{"NegativeCapacity", R"({"links": [{"id": "l", "capacity_gbps": -1}]})",
                 "links[0].capacity_gbps: must be > 0"},
         BadJson{"CapacityString", R"({"links": [{"id": "l", "capacity_gbps": "fast"}]})",
