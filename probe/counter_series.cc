@@ -41,7 +41,7 @@ absl::StatusOr<BinnedSeries> Resample(const std::vector<CounterInterval>& interv
   const int64_t w = options.bin_us;
   const int64_t first = FloorDiv(lo, w);
   const int64_t last = FloorDiv(hi - 1, w);
-  if (last - first + 1 > (int64_t{1} << 26)) {
+  if (last - first + 1 > (int64_t{1} << 24)) {
     return absl::InvalidArgumentError(absl::StrCat("bin_us: ", w, " makes ", last - first + 1,
                                                    " bins for this span; use wider bins"));
   }
