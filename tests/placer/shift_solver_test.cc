@@ -277,6 +277,58 @@ TEST(SameUpToRotationTest, MatchesTheScoreInvariance) {
   EXPECT_TRUE(SameUpToRotation(circle, {1, 2, 3}, base));
 }
 
+TEST(SolveLinkDemandsTest, MultiResolutionReachesTheOracleWhenExactIsUnaffordable) {
+  // Three equal-period square waves, Up phases 30 + 40 + 50 = 120 of 240 ms:
+  // they fit together (score 1). Exact search costs 240^3 evaluations; with a
+  // budget of 100,000 the solve goes through a coarser circle, then refines.
+  const TrafficProfile a = SquareProfile(240, 30, 50), b = SquareProfile(240, 40, 50, 7),
+                       c = SquareProfile(240, 50, 50, 100);
+  ShiftSolverOptions options;
+  options.exact_max_evaluations = 100'000;
+  const UnifiedCircle fine = Circle({a, b, c});
+  ASSERT_GT(ExactSearchCost(fine, {}), options.exact_max_evaluations);
+  auto solved = SolveLinkDemands({{&a, 1.0}, {&b, 1.0}, {&c, 1.0}}, 50, {}, {}, options);
+  ASSERT_TRUE(solved.ok()) << solved.status();
+  EXPECT_EQ(solved->circle.quantum_us, 1000u);
+  EXPECT_DOUBLE_EQ(solved->solution.score, 1.0);
+  EXPECT_TRUE(solved->solution.exact);  // it meets the lower bound: proven
+  EXPECT_DOUBLE_EQ(LinkScore(solved->circle, 50, solved->solution.shifts), 1.0);
+}
+
+TEST(SolveLinkDemandsTest, MultiResolutionNeverClaimsMoreThanItAchieves) {
+  std::mt19937_64 rng(31);
+  ShiftSolverOptions options;
+  options.exact_max_evaluations = 2'000;
+  for (int instance = 0; instance < 40; ++instance) {
+    std::vector<TrafficProfile> profiles;
+    for (int j = 0; j < 3; ++j) profiles.push_back(RandomProfile(rng, RandomBins(rng, 3), 40));
+    std::vector<LinkDemand> demands;
+    for (const TrafficProfile& p : profiles) demands.push_back({&p, 1.0});
+    auto solved = SolveLinkDemands(demands, 35, {}, {}, options);
+    ASSERT_TRUE(solved.ok());
+    const double brute = BruteForceBest(Patterns(solved->circle), 35);
+    EXPECT_LE(solved->solution.score, brute + 1e-9);
+    EXPECT_NEAR(ScoreByDefinition(Patterns(solved->circle), 35, solved->solution.shifts),
+                solved->solution.score, 1e-9);
+    if (solved->solution.exact) {
+      EXPECT_NEAR(solved->solution.score, brute, 1e-9);
+    }
+  }
+}
+
+TEST(SolveLinkDemandsTest, KeepsFixedShiftsGivenInMicroseconds) {
+  const TrafficProfile a = SquareProfile(100, 40, 50), b = SquareProfile(100, 40, 50),
+                       c = SquareProfile(100, 20, 50);
+  auto solved = SolveLinkDemands({{&a, 1.0}, {&b, 1.0}, {&c, 1.0}}, 50,
+                                 {10000u, 50000u, std::nullopt}, {}, ShiftSolverOptions{});
+  ASSERT_TRUE(solved.ok());
+  EXPECT_EQ(solved->solution.shifts[0], 10u);
+  EXPECT_EQ(solved->solution.shifts[1], 50u);
+  // a busy on [10, 50), b on [50, 90): c's 20 ms fit in [90, 110) mod 100.
+  EXPECT_EQ(solved->solution.shifts[2], 90u);
+  EXPECT_DOUBLE_EQ(solved->solution.score, 1.0);
+}
+
 TEST(BuildUnifiedCircleTest, CoarsensTheQuantumUntilTheCircleFits) {
   // Periods of 101 and 103 ms: lcm = 10403 bins at 1 ms; max_bins 4000 forces 2 ms
   // (51 and 52 bins: lcm 2652).
