@@ -258,13 +258,16 @@ void FluidNetwork::Record() {
   for (const LinkState& link : links_) {
     if (link.record_index < 0) continue;
     std::vector<LoadPoint>& series = series_[link.record_index];
+    const LoadPoint point{std::max(now_us_, options_.record_from_us), link.load_gbps,
+                          link.demand_gbps};
     if (now_us_ < options_.record_from_us) {
       // Only the load in force when the window opens matters.
-      series.assign(1, {options_.record_from_us, link.load_gbps});
+      series.assign(1, point);
     } else if (!series.empty() && series.back().time_us == now_us_) {
-      series.back().gbps = link.load_gbps;
-    } else if (series.empty() || series.back().gbps != link.load_gbps) {
-      series.push_back({now_us_, link.load_gbps});
+      series.back() = point;
+    } else if (series.empty() || series.back().gbps != point.gbps ||
+               series.back().demand_gbps != point.demand_gbps) {
+      series.push_back(point);
     }
   }
 }

@@ -87,7 +87,8 @@ struct LinkStats {
 
 struct LoadPoint {
   double time_us = 0;
-  double gbps = 0;  // load from time_us until the next point
+  double gbps = 0;         // load from time_us until the next point
+  double demand_gbps = 0;  // what the flows in their Up phase would send at their NIC rates
 };
 
 class FluidNetwork {

@@ -607,7 +607,7 @@ nlohmann::ordered_json TraceSeriesToJson(const TraceReport& r) {
   out["links"] = nlohmann::ordered_json::object();
   for (const auto& [id, series] : r.load) {
     nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (const LoadPoint& p : series) points.push_back({p.time_us, p.gbps});
+    for (const LoadPoint& p : series) points.push_back({p.time_us, p.gbps, p.demand_gbps});
     out["links"][id] = {{"capacity_gbps", r.capacity_gbps.at(id)}, {"load", points}};
   }
   out["slowdown_samples"] = r.slowdown_samples;
