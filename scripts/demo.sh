@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `make demo`: phasor on bundled example data.
+#  1. phasor rank on two jobs sharing a 50 Gbit/s link (data/examples/two_jobs.json):
+#     the ranking, the shifts, and the link's load over one period before and after.
+#  2. The simulator scenario (scripts/demo_sim.sh): a 24-server leaf-spine cluster
+#     replaying a Philly-derived workload, Themis-style, with and without phasor;
+#     a comparison table and an HTML report.
+# usage: scripts/demo.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+phasor="$build/cmd/phasor"
+
+echo "== phasor rank --format table data/examples/two_jobs.json"
+"$phasor" rank --format table data/examples/two_jobs.json
+echo
+echo "(the same as JSON, the contract schedulers read: $phasor rank data/examples/two_jobs.json)"
+echo
+if [ -x scripts/demo_sim.sh ] || [ -f scripts/demo_sim.sh ]; then
+  echo "== simulator: Themis-style scheduling on a 24-server leaf-spine, with and without phasor"
+  bash scripts/demo_sim.sh "$build" demo-out
+fi
