@@ -85,9 +85,11 @@ class BenchDaemon {
   std::thread thread_;
 };
 
+std::unique_ptr<BenchDaemon> g_daemon;  // started on first use, stopped by main()
+
 BenchDaemon& Daemon() {
-  static BenchDaemon* d = new BenchDaemon();  // lives for the whole run
-  return *d;
+  if (!g_daemon) g_daemon = std::make_unique<BenchDaemon>();
+  return *g_daemon;
 }
 
 std::unique_ptr<client::Client> NewClient() {
@@ -168,4 +170,11 @@ BENCHMARK(BM_TinyRankThroughput)->Unit(benchmark::kMicrosecond)->UseRealTime()->
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  g_daemon.reset();  // stops phasord and removes its temp dir
+  return 0;
+}
