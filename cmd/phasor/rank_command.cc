@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cmd/phasor/commands.h"
-#include "cmd/phasor/rank_topology.h"
+#include "placer/candidate_routing.h"
 #include "placer/link_score.h"
 #include "placer/rank_json.h"
 #include "placer/ranker.h"
@@ -142,7 +142,7 @@ void RunRank(const RankFlags& flags) {
   if (!request.ok()) Fail(kExitBadInput, std::string(request.status().message()));
   std::vector<placer::RejectedCandidate> unrouted;
   if (!flags.topology.empty()) {
-    absl::Status routed = RouteCandidates(flags.topology, *request, unrouted);
+    absl::Status routed = placer::RouteCandidatesFromFile(flags.topology, *request, unrouted);
     if (!routed.ok()) Fail(kExitBadInput, "--topology: " + std::string(routed.message()));
   }
   placer::Ranking ranking = placer::Rank(*request);

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cmd/phasord/state_store.h"
+#include "placer/candidate_routing.h"
 #include "placer/ranker.h"
 #include "placer/traffic_profile.h"
 #include "protocol/convert.h"
@@ -743,45 +744,11 @@ void Daemon::Impl::ScoreLinkProfile(const std::string& link, const placer::Traff
 }
 
 // Server-form candidates become link shares by the ring traffic model over the
-// configured fabric (the semantics of `phasor rank --topology`): links the
-// request does not define are added with the fabric's capacity; a candidate
-// that cannot be routed is rejected with the reason, after the ranked ones.
+// configured fabric (the semantics of `phasor rank --topology`); without a
+// fabric Rank() rejects them itself.
 void Daemon::Impl::RouteCandidates(placer::RankRequest& request,
                                    std::vector<placer::RejectedCandidate>& unrouted) const {
-  if (!fabric_router_) return;  // Rank() rejects server-form candidates itself
-  std::set<std::string> defined;
-  for (const placer::Link& link : request.links) defined.insert(link.id);
-  std::vector<placer::Candidate> kept;
-  kept.reserve(request.candidates.size());
-  for (placer::Candidate& candidate : request.candidates) {
-    if (candidate.servers.empty()) {
-      kept.push_back(std::move(candidate));
-      continue;
-    }
-    absl::StatusOr<topology::PlacementLinkShares> shares = topology::PlacementShares(*fabric_router_, candidate.servers);
-    std::string reason;
-    if (!shares.ok()) reason = std::string(shares.status().message());
-    for (const auto& [job, links] : shares.ok() ? *shares : topology::PlacementLinkShares{}) {
-      if (reason.empty() && candidate.links.contains(job)) {
-        reason = absl::StrCat("job '", job, "' is given both as links and as servers");
-      }
-    }
-    if (!reason.empty()) {
-      unrouted.push_back(placer::RejectedCandidate{candidate.id, std::move(reason)});
-      continue;
-    }
-    for (auto& [job, links] : *shares) {
-      for (const auto& [link, share] : links) {
-        if (defined.insert(link).second) {
-          request.links.push_back(placer::Link{link, fabric_->link(*fabric_->FindLink(link)).capacity_gbps});
-        }
-      }
-      candidate.links[job] = std::move(links);
-    }
-    candidate.servers.clear();
-    kept.push_back(std::move(candidate));
-  }
-  request.candidates = std::move(kept);
+  if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, request, unrouted);
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options, Clock clock) {

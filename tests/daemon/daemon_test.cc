@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cmd/phasor/rank_topology.h"
+#include "placer/candidate_routing.h"
 #include "cmd/phasord/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -125,7 +125,7 @@ TEST(DaemonTest, ServerFormIsRoutedLikePhasorRankTopology) {
 
   placer::RankRequest routed = *request;
   std::vector<placer::RejectedCandidate> unrouted;
-  ASSERT_TRUE(cmd::RouteCandidates(fabric, routed, unrouted).ok());
+  ASSERT_TRUE(placer::RouteCandidatesFromFile(fabric, routed, unrouted).ok());
   placer::Ranking expected = placer::Rank(routed);
   expected.rejected.insert(expected.rejected.end(), unrouted.begin(), unrouted.end());
   ASSERT_FALSE(unrouted.empty());  // the example's "typo" candidate names server s9

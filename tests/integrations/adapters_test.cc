@@ -4,7 +4,7 @@
 // is committed and its offsets published.
 #include "integrations/adapters/phasord_scheduler.h"
 
-#include "cmd/phasor/rank_topology.h"
+#include "placer/candidate_routing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "protocol/convert.h"
@@ -85,7 +85,7 @@ TEST_P(AdapterTest, OrderEqualsInProcessRankingAndTheFirstIsCommitted) {
   absl::StatusOr<placer::RankRequest> request = protocol::FromProto((*adapter)->BuildRequest(round, *proposed));
   ASSERT_TRUE(request.ok());
   std::vector<placer::RejectedCandidate> unrouted;
-  ASSERT_TRUE(cmd::RouteCandidates(Fabric(), *request, unrouted).ok());
+  ASSERT_TRUE(placer::RouteCandidatesFromFile(Fabric(), *request, unrouted).ok());
   placer::Ranking expected = placer::Rank(*request);
   expected.rejected.insert(expected.rejected.end(), unrouted.begin(), unrouted.end());
   ::phasor::testing::ExpectRankingsEqual(protocol::FromProto((*adapter)->last_reply()), expected);

@@ -1,27 +1,22 @@
-#include "cmd/phasor/rank_topology.h"
+#include "placer/candidate_routing.h"
 
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "topology/router.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
 
-namespace phasor::cmd {
+namespace phasor::placer {
 
-absl::Status RouteCandidates(const std::string& topology_path, placer::RankRequest& request,
-                             std::vector<placer::RejectedCandidate>& unrouted) {
-  absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(topology_path);
-  if (!fabric.ok()) return fabric.status();
-  const topology::Router router(*fabric);
-
+void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
+                     RankRequest& request, std::vector<RejectedCandidate>& unrouted) {
   std::set<std::string> defined;
-  for (const placer::Link& link : request.links) defined.insert(link.id);
+  for (const Link& link : request.links) defined.insert(link.id);
 
-  std::vector<placer::Candidate> kept;
+  std::vector<Candidate> kept;
   kept.reserve(request.candidates.size());
-  for (placer::Candidate& candidate : request.candidates) {
+  for (Candidate& candidate : request.candidates) {
     if (candidate.servers.empty()) {
       kept.push_back(std::move(candidate));
       continue;
@@ -36,14 +31,13 @@ absl::Status RouteCandidates(const std::string& topology_path, placer::RankReque
       }
     }
     if (!reason.empty()) {
-      unrouted.push_back(placer::RejectedCandidate{candidate.id, std::move(reason)});
+      unrouted.push_back(RejectedCandidate{candidate.id, std::move(reason)});
       continue;
     }
     for (auto& [job, links] : *shares) {
       for (const auto& [link, share] : links) {
         if (defined.insert(link).second) {
-          request.links.push_back(
-              placer::Link{link, fabric->link(*fabric->FindLink(link)).capacity_gbps});
+          request.links.push_back(Link{link, fabric.link(*fabric.FindLink(link)).capacity_gbps});
         }
       }
       candidate.links[job] = std::move(links);
@@ -52,7 +46,15 @@ absl::Status RouteCandidates(const std::string& topology_path, placer::RankReque
     kept.push_back(std::move(candidate));
   }
   request.candidates = std::move(kept);
+}
+
+absl::Status RouteCandidatesFromFile(const std::string& topology_path, RankRequest& request,
+                                     std::vector<RejectedCandidate>& unrouted) {
+  absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(topology_path);
+  if (!fabric.ok()) return fabric.status();
+  const topology::Router router(*fabric);
+  RouteCandidates(*fabric, router, request, unrouted);
   return absl::OkStatus();
 }
 
-}  // namespace phasor::cmd
+}  // namespace phasor::placer
