@@ -5,6 +5,8 @@
 #ifndef PHASOR_CMD_PHASOR_COMMANDS_H_
 #define PHASOR_CMD_PHASOR_COMMANDS_H_
 
+#include <string>
+
 #include "CLI/CLI.hpp"
 
 namespace phasor::cmd {
@@ -13,6 +15,14 @@ namespace phasor::cmd {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadInput = 2;  // the input (file, JSON, option) is malformed
 inline constexpr int kExitFailure = 1;   // anything else
+
+// Prints "phasor <command>: <message>" as one line on stderr and ends the
+// command with `code` (throws CLI::RuntimeError).
+[[noreturn]] void FailCommand(const std::string& command, int code, const std::string& message);
+
+// The whole text of `path`, or of stdin when `path` is "-"; a file that cannot
+// be read fails the command with kExitBadInput ("cannot read '<path>'").
+std::string ReadInputOrFail(const std::string& command, const std::string& path);
 
 void AddRankCommand(CLI::App& app);
 void AddKeygenCommand(CLI::App& app);

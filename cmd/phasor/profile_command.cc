@@ -41,8 +41,7 @@ struct ProfileFlags {
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::cerr << "phasor profile: " << message << "\n";
-  throw CLI::RuntimeError(code);
+  FailCommand("profile", code, message);
 }
 
 int CodeOf(const absl::Status& s) {

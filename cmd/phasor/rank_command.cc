@@ -24,21 +24,10 @@ struct RankFlags {
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::cerr << "phasor rank: " << message << "\n";
-  throw CLI::RuntimeError(code);
+  FailCommand("rank", code, message);
 }
 
-std::string ReadInput(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail(kExitBadInput, "cannot read '" + path + "'");
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadInput(const std::string& path) { return ReadInputOrFail("rank", path); }
 
 // One row of `width` cells drawing `values` (one per circle bin) averaged per
 // cell: ' ' idle, then ░▒▓█ by fraction of `full`; '!' where the cell's load

@@ -37,21 +37,10 @@ struct SimulateFlags {
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
-  std::cerr << "phasor simulate: " << message << "\n";
-  throw CLI::RuntimeError(code);
+  FailCommand("simulate", code, message);
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail(kExitBadInput, "cannot read '" + path + "'");
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadFile(const std::string& path) { return ReadInputOrFail("simulate", path); }
 
 int CodeOf(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument ||

@@ -31,8 +31,7 @@ using nlohmann::ordered_json;
 namespace topo = phasor::topology;
 
 [[noreturn]] void Fail(int code, absl::string_view message) {
-  std::cerr << "phasor topology: " << message << "\n";
-  throw CLI::RuntimeError(code);
+  FailCommand("topology", code, std::string(message));
 }
 
 // Where a command reads its fabric from.
