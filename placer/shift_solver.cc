@@ -111,6 +111,11 @@ class Search {
       }
       ranges_ = Ranges();
       fold_last_ = FoldLast(ranges_.back());
+      // lone_after_[i]: the own excess of the free jobs from level i on.
+      lone_after_.assign(free_.size() + 1, 0.0);
+      for (size_t i = free_.size(); i-- > 0;) {
+        lone_after_[i] = lone_after_[i + 1] + LoneExcess(free_[i]);
+      }
       for (size_t i = 0; i < free_.size(); ++i) levels_.emplace_back(n_);
       levels_[0].get() = fixed_load_.get();
       Exhaust(0);
@@ -140,6 +145,14 @@ class Search {
   }
 
   bool Proven() const { return best_excess_ <= lower_bound_ + tolerance_; }
+
+  // Job j's excess over the circle when alone on the link.
+  double LoneExcess(size_t j) const {
+    const QuantizedProfile& job = eval_.circle().jobs[j];
+    double lone = 0;
+    for (double v : job.gbps) lone += std::max(0.0, v - eval_.capacity_gbps());
+    return lone * static_cast<double>(n_) / static_cast<double>(job.gbps.size());
+  }
 
   // Keeps the current configuration if it is strictly better than the best.
   void Record(double excess) {
@@ -172,6 +185,11 @@ class Search {
         std::vector<double>& next = levels_[level + 1].get();
         next = load;
         eval_.AddJob(j, s, next);
+        // Branch and bound: the jobs still to place can only add to the
+        // excess of those placed, by at least their own excess each.
+        if (eval_.Excess(next) + lone_after_[level + 1] >= best_excess_ - tolerance_ * 1e-3) {
+          continue;
+        }
         Exhaust(level + 1);
       }
     }
@@ -300,6 +318,7 @@ class Search {
   double lower_bound_ = 0;
   double tolerance_ = 0;
   bool fold_last_ = false;
+  std::vector<double> lone_after_;
   uint32_t window_ = 0;  // descent: 0 tries every shift, else only those this close
   double best_excess_ = std::numeric_limits<double>::infinity();
   std::vector<uint32_t> best_shifts_;
