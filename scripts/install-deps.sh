@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  clang clang-format
+  clang clang-format libclang-rt-14-dev  # libFuzzer runtime (only a Recommends of clang)
   # placer, topology, CLI
   libboost-graph-dev libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
   # protocol and daemon
