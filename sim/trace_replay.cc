@@ -393,11 +393,23 @@ class Replayer {
       if (any_new_networked) {
         absl::Status valid = placer::ValidateRankRequest(request);
         if (!valid.ok()) return valid;
-        const placer::Ranking ranking = placer::Rank(request);
+        placer::Ranking ranking;
+        if (options_.rank) {
+          absl::StatusOr<placer::Ranking> ranked = options_.rank(request);
+          if (!ranked.ok()) return ranked.status();
+          ranking = *std::move(ranked);
+        } else {
+          ranking = placer::Rank(request);
+        }
         ++report_.ranked_rounds;
         if (!ranking.ranked.empty()) {
           const placer::RankedCandidate& best = ranking.ranked.front();
-          chosen = std::stoul(best.candidate);
+          uint64_t best_index = 0;
+          if (!absl::SimpleAtoi(best.candidate, &best_index) || best_index >= plans.size()) {
+            return absl::InternalError(absl::StrCat("ranking: best candidate '", best.candidate,
+                                                    "' is not one of the round's ", plans.size(), " candidates"));
+          }
+          chosen = static_cast<size_t>(best_index);
           const std::string suffix = absl::StrCat("@", chosen);
           for (const auto& [rank_id, shift] : best.shifts_us) {
             if (rank_id.size() > suffix.size() &&

@@ -25,6 +25,7 @@
 #define PHASOR_SIM_TRACE_REPLAY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -32,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "placer/ranker.h"
 #include "sim/fluid_network.h"
 #include "sim/scenario.h"
 
@@ -59,6 +61,11 @@ struct TraceLoadOptions {
 absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
                                                 const TraceLoadOptions& options);
 
+// The ranking step of a replay round (plugin on): given the round's
+// RankRequest (link form, running jobs pinned), the placer's Ranking. An error
+// stops the replay with that error.
+using RankFunction = std::function<absl::StatusOr<placer::Ranking>(const placer::RankRequest& request)>;
+
 struct TraceReplayOptions {
   std::string trace_path;
   std::string models_dir = "data/models";
@@ -82,6 +89,10 @@ struct TraceReplayOptions {
   double record_at_s = -1;
   double record_window_s = 2;
   std::ostream* progress = nullptr;      // a progress bar here when set
+  // Ranks each round; unset (default): placer::Rank in process. Set it to
+  // rank elsewhere, e.g. through phasord over the wire
+  // (adapters::PhasordRanker in integrations/adapters).
+  RankFunction rank;
 };
 
 struct TraceJobResult {
