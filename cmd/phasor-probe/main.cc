@@ -7,15 +7,20 @@
 //   phasor-probe --bin-us 1000 -- --no-huge --no-shconf -m 256 --no-pci
 //       --vdev=net_pcap0,rx_pcap=trace.pcap          (one command line)
 //   phasor-probe --flows jobs.txt --report-s 10 -- -l 0-1 -a 0000:3b:00.0
+//   phasor-probe --flows jobs.txt --publish ipc:///run/phasor/profiles -- ...
+//       (also sends each job's periodic profile to phasord as a ProfileUpdate)
 // Exit status: 0 done, 2 bad input (options, pcap file, flow table), 1 other failures.
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cmd/phasor-probe/profile_publisher.h"
 #include "probe/dpdk_probe.h"
 #include "probe/profile_report.h"
 
@@ -52,7 +57,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{
       "phasor-probe: captures RoCEv2 traffic through DPDK and writes per-job (or per-flow)\n"
-      "traffic profiles as JSON lines.\n"
+      "traffic profiles as JSON lines (and, with --publish, sends them to phasord).\n"
       "Usage: phasor-probe [options] -- <EAL arguments>"};
   std::string flows_path, out_path = "-";
   ExtractorOptions extract;
@@ -84,6 +89,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--min-cycles", extract.min_cycles, "periods the window must span")
       ->capture_default_str();
+  PublisherOptions publish;
+  std::string publish_server_key, publish_keys, publish_link;
+  app.add_option("--publish", publish.endpoint,
+                 "also send every periodic job profile to phasord's profile_endpoint as a ProfileUpdate\n"
+                 "(tcp://HOST:PORT or ipc://PATH; plain only for ipc:// and loopback, else CURVE keys)");
+  app.add_option("--publish-server-key", publish_server_key, "phasord's CURVE public key file (with --publish-keys)");
+  app.add_option("--publish-keys", publish_keys,
+                 "this probe's CURVE key pair PREFIX.pub/PREFIX.secret from `phasor keygen --out PREFIX`");
+  app.add_option("--publish-link", publish_link,
+                 "also publish all captured RoCE traffic as the profile of this link id (a mirror port)");
+  app.add_option("--publish-timeout-ms", publish.send_timeout_ms,
+                 "longest wait of one send while phasord is reachable (none while it is not)")
+      ->capture_default_str();
+  app.add_option("--publish-queue", publish.queue, "profiles queued towards phasord at most")
+      ->capture_default_str();
   try {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {
@@ -99,6 +119,39 @@ int main(int argc, char** argv) {
       return 2;
     }
     table = *t;
+  }
+  FlowJobTable link_table;
+  if (!publish_link.empty()) {
+    if (publish.endpoint.empty()) {
+      std::cerr << "phasor-probe: --publish-link needs --publish\n";
+      return 2;
+    }
+    auto t = FlowJobTable::Parse(publish_link + " * *\n", "--publish-link");
+    if (!t.ok()) {
+      std::cerr << "phasor-probe: --publish-link: '" << publish_link << "' is not a link id (no spaces or '#')\n";
+      return 2;
+    }
+    link_table = *t;
+  }
+  std::unique_ptr<ProfilePublisher> publisher;
+  if (!publish.endpoint.empty()) {
+    if (!publish_server_key.empty() || !publish_keys.empty()) {
+      auto keys = LoadPublishKeys(publish_server_key, publish_keys);
+      if (!keys.ok()) {
+        std::cerr << "phasor-probe: " << keys.status().message() << "\n";
+        return 2;
+      }
+      publish.curve = *keys;
+    }
+    auto p = ProfilePublisher::Create(publish, std::cerr);
+    if (!p.ok()) {
+      std::cerr << "phasor-probe: " << p.status().message() << "\n";
+      return 2;
+    }
+    publisher = *std::move(p);
+  } else if (!publish_server_key.empty() || !publish_keys.empty()) {
+    std::cerr << "phasor-probe: --publish-server-key and --publish-keys need --publish\n";
+    return 2;
   }
   std::ofstream file;
   std::ostream* out = &std::cout;
@@ -119,6 +172,10 @@ int main(int argc, char** argv) {
   absl::Status bad_options;
   auto report = [&](const std::vector<FlowSeries>& flows, const ProbeStats& stats,
                     const CaptureStats& capture, bool final) {
+    std::set<std::string> jobs;  // subjects that are jobs (not unmapped flows)
+    for (const FlowSeries& f : flows) {
+      if (std::string job = table.JobOf(f.key); !job.empty()) jobs.insert(job);
+    }
     for (const SubjectSeries& s : GroupBySubject(flows, table)) {
       auto p = ExtractProfile(s.series, extract);
       if (!p.ok()) {
@@ -126,11 +183,30 @@ int main(int argc, char** argv) {
         return;
       }
       *out << ProfileJson(s.subject, source, *p).dump() << "\n";
+      if (publisher == nullptr) continue;
+      if (!jobs.contains(s.subject)) {
+        publisher->Skip("unmapped_flow");
+      } else if (!p->periodic) {
+        publisher->Skip("not_periodic");
+      } else {
+        publisher->Publish(ToProfileUpdate(s.subject, phasor::v1::ProfileUpdate::JOB, source, *p));
+      }
     }
     out->flush();
+    if (publisher != nullptr && !publish_link.empty()) {
+      for (const SubjectSeries& s : GroupBySubject(flows, link_table)) {
+        auto p = ExtractProfile(s.series, extract);
+        if (!p.ok() || !p->periodic) {
+          publisher->Skip("not_periodic");
+          continue;
+        }
+        publisher->Publish(ToProfileUpdate(s.subject, phasor::v1::ProfileUpdate::LINK, source, *p));
+      }
+    }
     std::cerr << StatsJson(stats, capture, final).dump() << "\n";
   };
   const absl::Status status = RunDpdkProbe(opt, g_interrupted, report);
+  if (publisher != nullptr) std::cerr << publisher->SummaryJson().dump() << "\n";
   if (!status.ok()) {
     std::cerr << "phasor-probe: " << status.message() << "\n";
     return ExitCode(status);

@@ -1,0 +1,208 @@
+// End-to-end tests of `phasor-probe --publish`: a phasord runs in this
+// process on ipc:// endpoints in a temp dir (tests/daemon/daemon_harness.h,
+// stopped by its destructor), phasor-probe runs as a subprocess (one DPDK EAL
+// per process) on a generated pcap, and the profiles it publishes are checked
+// through phasord: its metrics and a ranking that takes the jobs' profiles
+// from what the probe sent.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "integrations/client/client.h"
+#include "nlohmann/json.hpp"
+#include "protocol/convert.h"
+#include "tests/daemon/daemon_harness.h"
+#include "tests/probe/synthetic_pcap.h"
+#include "tests/testing/subprocess.h"
+
+namespace phasor::probe {
+namespace {
+
+namespace fs = std::filesystem;
+using phasor::testing::DaemonHarness;
+
+const char kEal[] = " -- --no-huge --no-shconf -m 256 --no-pci --no-telemetry --log-level=error";
+
+struct ProbeRun {
+  phasor::testing::CommandResult r;
+  std::map<std::string, nlohmann::json> by_subject;  // stdout's JSON lines
+  double seconds = 0;
+};
+
+ProbeRun RunProbe(const std::string& args) {
+  ProbeRun run;
+  const auto start = std::chrono::steady_clock::now();
+  run.r = phasor::testing::RunCommand(std::string(PHASOR_PROBE_BIN) + " " + args);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::istringstream lines(run.r.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << line;
+    if (!j.is_discarded() && j.contains("subject")) run.by_subject[j["subject"]] = j;
+  }
+  return run;
+}
+
+// The {"publish": ...} summary line of stderr.
+nlohmann::json PublishSummary(const std::string& err) {
+  const size_t at = err.find("{\"publish\"");
+  if (at == std::string::npos) return nullptr;
+  return nlohmann::json::parse(err.substr(at, err.find('\n', at) - at), nullptr, false)["publish"];
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class ProbePublishTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("phasor_publish_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    pcap_ = (dir_ / "two.pcap").string();
+    ASSERT_TRUE(testing::WriteTwoJobPcap(pcap_, 1500).ok());
+    flows_ = (dir_ / "flows.txt").string();
+    std::ofstream(flows_) << "job-a 10.0.0.1 10.0.0.2 0x11\njob-b fd00::1 * *\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Eal() const { return std::string(kEal) + " --vdev=net_pcap0,rx_pcap=" + pcap_; }
+
+  fs::path dir_;
+  std::string pcap_, flows_;
+};
+
+// job-a and job-b each alone on a link (the shift lives on the job's own
+// period), and both on one link.
+v1::RankRequest RequestWithoutProfiles() {
+  v1::RankRequest r;
+  for (const char* l : {"l1", "l2"}) {
+    v1::Link* link = r.add_links();
+    link->set_id(l);
+    link->set_capacity_gbps(0.05);
+  }
+  r.add_jobs()->set_id("job-a");
+  r.add_jobs()->set_id("job-b");
+  v1::Candidate* apart = r.add_candidates();
+  apart->set_id("apart");
+  (*(*apart->mutable_links())["job-a"].mutable_shares())["l1"] = 1;
+  (*(*apart->mutable_links())["job-b"].mutable_shares())["l2"] = 1;
+  v1::Candidate* shared = r.add_candidates();
+  shared->set_id("shared");
+  (*(*shared->mutable_links())["job-a"].mutable_shares())["l1"] = 1;
+  (*(*shared->mutable_links())["job-b"].mutable_shares())["l1"] = 1;
+  return r;
+}
+
+TEST_F(ProbePublishTest, ProfilesReachPhasordAndFeedItsRanking) {
+  DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  auto c = client::Client::Connect({h.options().request_endpoint, 5000, std::nullopt});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  // Before the probe ran, phasord knows no profile of the jobs.
+  EXPECT_EQ((*c)->Rank(RequestWithoutProfiles()).status().code(), absl::StatusCode::kNotFound);
+
+  const ProbeRun run = RunProbe("--flows " + flows_ + " --publish " + h.options().profile_endpoint +
+                           " --publish-link tor1-up" + Eal());
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  // The JSON lines are still written.
+  ASSERT_EQ(run.by_subject.size(), 2u) << run.r.out;
+  const nlohmann::json& a = run.by_subject.at("job-a");
+  const nlohmann::json& b = run.by_subject.at("job-b");
+  ASSERT_TRUE(a["periodic"].get<bool>() && b["periodic"].get<bool>()) << run.r.out;
+  const uint32_t period_a = a["profile"]["period_us"], period_b = b["profile"]["period_us"];
+  EXPECT_NEAR(period_a, 50000, 250);
+  EXPECT_NEAR(period_b, 80000, 400);
+  const nlohmann::json summary = PublishSummary(run.r.err);
+  ASSERT_TRUE(summary.is_object()) << run.r.err;
+  EXPECT_EQ(summary["sent"], 3) << summary.dump();  // two jobs and the link
+  EXPECT_EQ(summary["dropped"], 0) << summary.dump();
+  EXPECT_EQ(CountOf(run.r.err, "not reachable"), 0) << run.r.err;
+
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] {
+    return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 2 &&
+           h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "link"}}) == 1;
+  })) << h.daemon().metrics().Render();
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_profiles_ignored_total", {{"reason", "low_confidence"}}), 0);
+
+  // A ranking that names the jobs without profiles takes the probe's ones:
+  // apart, each job's shift lives on the period the probe measured.
+  absl::StatusOr<v1::RankReply> reply = (*c)->Rank(RequestWithoutProfiles());
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  ASSERT_EQ(reply->ranked_size(), 2);
+  bool checked = false;
+  for (const v1::RankedCandidate& rc : reply->ranked()) {
+    if (rc.candidate() != "apart") continue;
+    std::map<std::string, uint32_t> periods;
+    for (const v1::JobShift& s : rc.shifts()) periods[s.job()] = s.period_us();
+    EXPECT_EQ(periods["job-a"], period_a);
+    EXPECT_EQ(periods["job-b"], period_b);
+    checked = true;
+  }
+  EXPECT_TRUE(checked);
+}
+
+TEST_F(ProbePublishTest, UnreachablePhasordIsSaidOnceAndTheProbeGoesOn) {
+  // Nothing listens here.
+  const std::string endpoint = "ipc://" + (dir_ / "nobody").string();
+  const ProbeRun run = RunProbe("--flows " + flows_ + " --publish " + endpoint + Eal());
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(run.by_subject.size(), 2u) << run.r.out;
+  EXPECT_EQ(CountOf(run.r.err, "not reachable"), 1) << run.r.err;
+  const nlohmann::json summary = PublishSummary(run.r.err);
+  ASSERT_TRUE(summary.is_object()) << run.r.err;
+  EXPECT_EQ(summary["sent"], 0);
+  EXPECT_EQ(summary["dropped"], 2);
+  // One send waited (100 ms at most), the other did not; no linger at exit.
+  EXPECT_LT(run.seconds, 20) << "the probe blocked on an absent phasord";
+}
+
+TEST_F(ProbePublishTest, UnmappedFlowsAreNotPublished) {
+  DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  const ProbeRun run = RunProbe("--publish " + h.options().profile_endpoint + Eal());
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(run.by_subject.size(), 2u) << run.r.out;  // flow subjects, still on stdout
+  const nlohmann::json summary = PublishSummary(run.r.err);
+  ASSERT_TRUE(summary.is_object()) << run.r.err;
+  EXPECT_EQ(summary["sent"], 0);
+  EXPECT_EQ(summary["dropped"], 0);  // phasord was there: nothing was even tried
+  EXPECT_EQ(summary["skipped"]["unmapped_flow"], 2) << summary.dump();
+}
+
+TEST_F(ProbePublishTest, BadPublishOptions) {
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"--publish http://127.0.0.1:7411", "--publish: 'http://127.0.0.1:7411' is not a tcp://, ipc:// or inproc://"},
+      {"--publish tcp://10.1.2.3:7411", "plain sockets are refused there"},
+      {"--publish tcp://127.0.0.1:7411 --publish-keys " + (dir_ / "k").string(),
+       "--publish-server-key and --publish-keys: give both or neither"},
+      {"--publish tcp://10.1.2.3:7411 --publish-server-key " + (dir_ / "missing.pub").string() + " --publish-keys " +
+           (dir_ / "k").string(),
+       "--publish-server-key: "},
+      {"--publish-keys " + (dir_ / "k").string(), "need --publish"},
+      {"--publish-link tor1-up", "--publish-link needs --publish"},
+      {"--publish ipc:///tmp/x --publish-timeout-ms -1", "--publish-timeout-ms: -1 is negative"},
+  };
+  for (const Case& k : cases) {
+    const ProbeRun run = RunProbe(k.args + Eal());
+    EXPECT_EQ(run.r.exit_code, 2) << k.args << "\n" << run.r.err;
+    EXPECT_NE(run.r.err.find(k.message), std::string::npos) << k.args << "\n" << run.r.err;
+    EXPECT_EQ(CountOf(run.r.err, "\n"), 1) << k.args << "\n" << run.r.err;
+    EXPECT_TRUE(run.r.out.empty()) << k.args;
+  }
+}
+
+}  // namespace
+}  // namespace phasor::probe
