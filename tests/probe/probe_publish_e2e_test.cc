@@ -17,6 +17,7 @@
 #include "integrations/client/client.h"
 #include "nlohmann/json.hpp"
 #include "protocol/convert.h"
+#include "protocol/curve_keys.h"
 #include "tests/daemon/daemon_harness.h"
 #include "tests/probe/synthetic_pcap.h"
 #include "tests/testing/subprocess.h"
@@ -167,6 +168,53 @@ TEST_F(ProbePublishTest, UnreachablePhasordIsSaidOnceAndTheProbeGoesOn) {
   EXPECT_LT(run.seconds, 20) << "the probe blocked on an absent phasord";
 }
 
+TEST_F(ProbePublishTest, CurveKeysAllowedProbePublishesUnknownOneDoesNot) {
+  const std::string keys = (dir_ / "keys").string();
+  fs::create_directories(keys);
+  const protocol::CurveKeyPair server = *protocol::GenerateCurveKeyPair();
+  const protocol::CurveKeyPair probe = *protocol::GenerateCurveKeyPair();
+  const protocol::CurveKeyPair stranger = *protocol::GenerateCurveKeyPair();
+  ASSERT_TRUE(protocol::WriteKeyPair(server, keys + "/server", false).ok());
+  ASSERT_TRUE(protocol::WriteKeyPair(probe, keys + "/probe", false).ok());
+  ASSERT_TRUE(protocol::WriteKeyPair(stranger, keys + "/stranger", false).ok());
+  std::ofstream(keys + "/allowed") << probe.public_key << "\n";
+  DaemonHarness h([&](daemon::DaemonOptions& o) {
+    o.request_endpoint = "tcp://127.0.0.1:*";
+    o.profile_endpoint = "tcp://127.0.0.1:*";
+    o.offset_endpoint = "tcp://127.0.0.1:*";
+    o.allow_plain = false;
+    o.curve.server_secret_key_file = keys + "/server.secret";
+    o.curve.server_public_key_file = keys + "/server.pub";
+    o.curve.allowed_clients_file = keys + "/allowed";
+  });
+  ASSERT_TRUE(h.Start());
+  const std::string endpoint = h.daemon().endpoints().profile;
+  ASSERT_EQ(endpoint.rfind("tcp://127.0.0.1:", 0), 0u) << endpoint;
+
+  ProbeRun run = RunProbe("--flows " + flows_ + " --publish " + endpoint + " --publish-server-key " + keys +
+                          "/server.pub --publish-keys " + keys + "/probe" + Eal());
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(PublishSummary(run.r.err)["sent"], 2) << run.r.err;
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 2; }));
+
+  // A key phasord does not allow: the handshake fails, nothing is queued.
+  run = RunProbe("--flows " + flows_ + " --publish " + endpoint + " --publish-server-key " + keys +
+                 "/server.pub --publish-keys " + keys + "/stranger" + Eal());
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(run.by_subject.size(), 2u);
+  EXPECT_EQ(CountOf(run.r.err, "not reachable"), 1) << run.r.err;
+  EXPECT_EQ(PublishSummary(run.r.err)["dropped"], 2) << run.r.err;
+  EXPECT_GE(h.daemon().metrics().Value("phasord_curve_refused_total"), 1);
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}), 2);
+
+  // A plain probe cannot talk to this phasord either.
+  run = RunProbe("--flows " + flows_ + " --publish " + endpoint + Eal());
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(PublishSummary(run.r.err)["sent"], 0) << run.r.err;
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}), 2);
+}
+
 TEST_F(ProbePublishTest, UnmappedFlowsAreNotPublished) {
   DaemonHarness h;
   ASSERT_TRUE(h.Start());
@@ -184,6 +232,9 @@ TEST_F(ProbePublishTest, BadPublishOptions) {
   struct Case {
     std::string args, message;
   } cases[] = {
+      {"--publish tcp://10.1.2.3:7411 --publish-server-key " + (dir_ / "two.pcap").string() + " --publish-keys " +
+           (dir_ / "two").string(),
+       "not a 40-character Z85 CURVE key"},
       {"--publish http://127.0.0.1:7411", "--publish: 'http://127.0.0.1:7411' is not a tcp://, ipc:// or inproc://"},
       {"--publish tcp://10.1.2.3:7411", "plain sockets are refused there"},
       {"--publish tcp://127.0.0.1:7411 --publish-keys " + (dir_ / "k").string(),
