@@ -1,6 +1,7 @@
 #include "placer/link_score.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -165,6 +166,11 @@ double CircleEvaluator::Excess(const std::vector<double>& load) {
   for (uint64_t k = 0; k < bins(); ++k) excess += std::max(0.0, load[k] - cap_);
   evaluations_ += bins();
   return excess;
+}
+
+double CircleEvaluator::FoldingCost(size_t j) const {
+  const double n = static_cast<double>(bins()), b = JobBins(j);
+  return (4 * n + b * b) * std::log2(n / b + 1);
 }
 
 void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t j,

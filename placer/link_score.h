@@ -97,7 +97,13 @@ class CircleEvaluator {
   // costing O(N log(N/B_j) + B_j^2 log(N/B_j)) instead of O(B_j * N). Worth it
   // when the pattern repeats often (FoldingPays).
   void ExcessForAllShifts(const std::vector<double>& load, size_t j, std::vector<double>& out);
-  bool FoldingPays(size_t j) const { return bins() >= uint64_t{8} * JobBins(j); }
+
+  // The cost of ExcessForAllShifts for job j in bin evaluations (a sorted
+  // element counted as four), and whether it beats B_j direct sums of N bins.
+  double FoldingCost(size_t j) const;
+  bool FoldingPays(size_t j) const {
+    return FoldingCost(j) < static_cast<double>(JobBins(j)) * static_cast<double>(bins());
+  }
 
   // Bin evaluations made so far (the work done).
   uint64_t evaluations() const { return evaluations_; }

@@ -75,11 +75,7 @@ class Search {
     const long double direct = n * static_cast<long double>(range);
     return FoldLast(range) ? FoldCost() : direct;
   }
-  long double FoldCost() const {
-    const long double b = eval_.JobBins(free_.back());
-    const long double n = static_cast<long double>(n_);
-    return (n + b * b) * std::log2(static_cast<double>(n / b) + 2.0);
-  }
+  long double FoldCost() const { return eval_.FoldingCost(free_.back()); }
   bool FoldLast(uint64_t range) const {
     return eval_.FoldingPays(free_.back()) &&
            FoldCost() < static_cast<long double>(n_) * static_cast<long double>(range);
