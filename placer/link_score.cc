@@ -141,7 +141,7 @@ CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gb
   for (size_t j = 0; j < circle.jobs.size(); ++j) {
     const std::vector<double>& d = circle.jobs[j].gbps;
     const uint64_t b = d.size();
-    tiled_.emplace_back(n + b);
+    tiled_.emplace_back(n + b, ScratchBuffer::Uninitialized{});
     double* out = tiled_.back().get().data();
     for (uint64_t at = 0; at < n + b; at += b) {  // whole copies of the pattern, then the rest
       std::copy_n(d.begin(), std::min(b, n + b - at), out + at);

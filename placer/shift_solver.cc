@@ -112,7 +112,9 @@ class Search {
       for (size_t i = free_.size(); i-- > 0;) {
         lone_after_[i] = lone_after_[i + 1] + LoneExcess(free_[i]);
       }
-      for (size_t i = 0; i < free_.size(); ++i) levels_.emplace_back(n_);
+      for (size_t i = 0; i < free_.size(); ++i) {
+        levels_.emplace_back(n_, ScratchBuffer::Uninitialized{});
+      }
       levels_[0].get() = fixed_load_.get();
       Exhaust(0);
       return Finish(true);
@@ -239,7 +241,7 @@ class Search {
 
   // Coordinate descent from `shifts_`; returns the excess reached.
   double DescendFrom() {
-    ScratchBuffer others_buffer(n_);
+    ScratchBuffer others_buffer(n_, ScratchBuffer::Uninitialized{});
     std::vector<double>& others = others_buffer.get();
     double excess = eval_.Excess(LoadOf(shifts_).get());  // where the descent starts
     for (uint32_t sweep = 0; sweep < options_.max_sweeps && !OverBudget(); ++sweep) {
@@ -261,7 +263,7 @@ class Search {
 
   // Each free job in turn at its best shift against those placed before it.
   void Greedy() {
-    ScratchBuffer placed_buffer(n_);
+    ScratchBuffer placed_buffer(n_, ScratchBuffer::Uninitialized{});
     std::vector<double>& placed = placed_buffer.get();
     placed = fixed_load_.get();
     for (size_t j : free_) {
@@ -272,7 +274,7 @@ class Search {
   }
 
   ScratchBuffer LoadOf(const std::vector<uint32_t>& shifts) const {
-    ScratchBuffer load(n_);
+    ScratchBuffer load(n_, ScratchBuffer::Uninitialized{});
     load.get() = fixed_load_.get();
     for (size_t j : free_) eval_.AddJob(j, shifts[j], load.get());
     return load;
