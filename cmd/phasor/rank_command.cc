@@ -1,9 +1,6 @@
 // `phasor rank [FILE]`: the JSON contract of SPEC section 5 from a file or
 // stdin to stdout, or a readable report with --format table.
-#include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_format.h"
