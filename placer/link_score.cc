@@ -1,7 +1,10 @@
 #include "placer/link_score.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -105,30 +108,53 @@ double LinkScore(const UnifiedCircle& circle, double capacity_gbps,
   return ScoreFromExcess(TotalExcess(circle, capacity_gbps, shifts), circle.bins, capacity_gbps);
 }
 
+
 namespace {
 
-// Sum over k < n of max(0, p[k] + d[k] - cap), giving up (and returning a value
-// above `bound`) as soon as the partial sum exceeds `bound`. Four independent
-// accumulators let the compiler keep the loop in vector registers.
-double BoundedExcess(const double* p, const double* d, uint64_t n, double cap, double bound,
-                     uint64_t* evaluations) {
+// ExcessAt folds a job whose residue classes hold at least this many values.
+constexpr uint64_t kMinFoldedClass = 16;
+
+// Four doubles as one value: GCC and Clang compile arithmetic on it to SIMD
+// instructions of whatever width the target has (two SSE2 registers, or one
+// AVX2 register in the clone below), without -ffast-math reordering the sums.
+using Lanes = double __attribute__((vector_size(32)));
+
+// sum_k max(0, sum_j rows[j][k] - cap) over k < n, in one pass, giving up
+// past `bound` (checked every chunk). kRows rows, or `count` when kRows is 0
+// (the fixed counts let the compiler unroll the rows). Built twice: for AVX2
+// machines and for the baseline, picked at load time.
+template <size_t kRows>
+__attribute__((target_clones("avx2", "default"))) double FusedExcess(
+    const double* const* rows, size_t count, uint64_t n, double cap, double bound,
+    uint64_t* summed) {
+  const size_t row_count = kRows > 0 ? kRows : count;
   constexpr uint64_t kChunk = 1024;
+  const Lanes zero = {0, 0, 0, 0};
   double total = 0;
   uint64_t k = 0;
   while (k < n) {
     const uint64_t end = std::min(n, k + kChunk);
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    Lanes acc = zero;
     for (; k + 4 <= end; k += 4) {
-      a0 += std::max(0.0, p[k] + d[k] - cap);
-      a1 += std::max(0.0, p[k + 1] + d[k + 1] - cap);
-      a2 += std::max(0.0, p[k + 2] + d[k + 2] - cap);
-      a3 += std::max(0.0, p[k + 3] + d[k + 3] - cap);
+      Lanes l, d;
+      std::memcpy(&l, rows[0] + k, sizeof(l));
+      for (size_t j = 1; j < row_count; ++j) {
+        std::memcpy(&d, rows[j] + k, sizeof(d));
+        l += d;
+      }
+      l -= cap;
+      acc += l > zero ? l : zero;
     }
-    for (; k < end; ++k) a0 += std::max(0.0, p[k] + d[k] - cap);
-    total += (a0 + a1) + (a2 + a3);
+    double rest = 0;
+    for (; k < end; ++k) {
+      double l = rows[0][k];
+      for (size_t j = 1; j < row_count; ++j) l += rows[j][k];
+      rest += std::max(0.0, l - cap);
+    }
+    total += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest;
     if (total > bound) break;
   }
-  *evaluations += k;
+  *summed = k;
   return total;
 }
 
@@ -147,6 +173,37 @@ CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gb
       std::copy_n(d.begin(), std::min(b, n + b - at), out + at);
     }
   }
+  // The job whose classes are longest, folded when a class is long enough
+  // for a binary search to beat summing it.
+  const size_t jobs = circle.jobs.size();
+  if (jobs < 2) return;
+  FoldedJob best;
+  for (size_t f = 0; f < jobs; ++f) {
+    uint64_t others = 1;
+    for (size_t i = 0; i < jobs; ++i) {
+      if (i != f) others = std::lcm(others, uint64_t{JobBins(i)});
+    }
+    const uint64_t g = std::gcd(uint64_t{JobBins(f)}, others);
+    if (JobBins(f) / g > best.m) {
+      best.job = f;
+      best.g = g;
+      best.m = JobBins(f) / g;
+      best.others_bins = others;
+    }
+  }
+  if (best.m < kMinFoldedClass) return;
+  const std::vector<double>& d = circle.jobs[best.job].gbps;
+  best.sorted.resize(d.size());
+  best.suffix.resize(best.g * (best.m + 1));
+  for (uint64_t r = 0; r < best.g; ++r) {
+    double* cls = best.sorted.data() + r * best.m;
+    for (uint64_t i = 0; i < best.m; ++i) cls[i] = d[r + i * best.g];
+    std::sort(cls, cls + best.m);
+    double* suf = best.suffix.data() + r * (best.m + 1);
+    suf[best.m] = 0;
+    for (uint64_t i = best.m; i-- > 0;) suf[i] = suf[i + 1] + cls[i];
+  }
+  folded_ = std::move(best);
 }
 
 void CircleEvaluator::AddJob(size_t j, uint32_t shift, std::vector<double>& load) const {
@@ -157,15 +214,94 @@ void CircleEvaluator::AddJob(size_t j, uint32_t shift, std::vector<double>& load
 
 double CircleEvaluator::ExcessWith(const std::vector<double>& load, size_t j, uint32_t shift,
                                    double bound) {
-  return BoundedExcess(load.data(), Rotated(j, shift % JobBins(j)), bins(), cap_, bound,
-                       &evaluations_);
+  const double* rows[] = {load.data(), Rotated(j, shift % JobBins(j))};
+  uint64_t summed = 0;
+  const double excess = FusedExcess<2>(rows, 2, bins(), cap_, bound, &summed);
+  evaluations_ += summed;
+  return excess;
 }
 
 double CircleEvaluator::Excess(const std::vector<double>& load) {
-  double excess = 0;
-  for (uint64_t k = 0; k < bins(); ++k) excess += std::max(0.0, load[k] - cap_);
-  evaluations_ += bins();
+  const double* rows[] = {load.data()};
+  uint64_t summed = 0;
+  const double excess =
+      FusedExcess<1>(rows, 1, bins(), cap_, std::numeric_limits<double>::infinity(), &summed);
+  evaluations_ += summed;
   return excess;
+}
+
+
+double CircleEvaluator::FoldedExcessAt(const std::vector<uint32_t>& shifts, double bound) {
+  const FoldedJob& fold = *folded_;
+  const size_t jobs = circle_->jobs.size();
+  std::array<const double*, 16> inline_rows{};
+  std::vector<const double*> heap_rows;
+  const double** rows = inline_rows.data();
+  if (jobs > inline_rows.size()) {
+    heap_rows.resize(jobs);
+    rows = heap_rows.data();
+  }
+  size_t others = 0;
+  for (size_t j = 0; j < jobs; ++j) {
+    if (j != fold.job) rows[others++] = Rotated(j, shifts[j] % JobBins(j));
+  }
+  const uint64_t m = fold.m, g = fold.g, l = fold.others_bins;
+  // Bin b of the others meets class (b - s_f) mod g of job f.
+  uint64_t r = (g - shifts[fold.job] % g) % g;
+  constexpr uint64_t kChunk = 512;
+  std::array<double, kChunk> load;
+  double total = 0;
+  uint64_t b = 0;
+  while (b < l) {
+    const uint64_t len = std::min(kChunk, l - b);
+    std::copy_n(rows[0] + b, len, load.data());
+    for (size_t j = 1; j < others; ++j) {
+      const double* d = rows[j] + b;
+      for (uint64_t i = 0; i < len; ++i) load[i] += d[i];
+    }
+    for (uint64_t i = 0; i < len; ++i) {
+      const double* cls = fold.sorted.data() + r * m;
+      const double* suf = fold.suffix.data() + r * (m + 1);
+      const double threshold = cap_ - load[i];  // class values above it exceed C
+      if (threshold < cls[m - 1]) {
+        const uint64_t first =
+            threshold < cls[0]
+                ? 0
+                : static_cast<uint64_t>(std::upper_bound(cls, cls + m, threshold) - cls);
+        total += suf[first] - static_cast<double>(m - first) * threshold;
+      }
+      if (++r == g) r = 0;
+    }
+    b += len;
+    if (total > bound) break;
+  }
+  evaluations_ += b * (others + std::bit_width(m));
+  return total;
+}
+
+double CircleEvaluator::ExcessAt(const std::vector<uint32_t>& shifts, double bound) {
+  if (folded_) return FoldedExcessAt(shifts, bound);
+  const size_t jobs = circle_->jobs.size();
+  std::array<const double*, 16> inline_rows{};
+  std::vector<const double*> heap_rows;
+  const double** rows = inline_rows.data();
+  if (jobs > inline_rows.size()) {
+    heap_rows.resize(jobs);
+    rows = heap_rows.data();
+  }
+  for (size_t j = 0; j < jobs; ++j) rows[j] = Rotated(j, shifts[j] % JobBins(j));
+  const uint64_t n = bins();
+  uint64_t summed = 0;
+  double total = 0;
+  switch (jobs) {
+    case 1: total = FusedExcess<1>(rows, jobs, n, cap_, bound, &summed); break;
+    case 2: total = FusedExcess<2>(rows, jobs, n, cap_, bound, &summed); break;
+    case 3: total = FusedExcess<3>(rows, jobs, n, cap_, bound, &summed); break;
+    case 4: total = FusedExcess<4>(rows, jobs, n, cap_, bound, &summed); break;
+    default: total = FusedExcess<0>(rows, jobs, n, cap_, bound, &summed);
+  }
+  evaluations_ += summed * jobs;
+  return total;
 }
 
 double CircleEvaluator::FoldingCost(size_t j) const {

@@ -7,6 +7,7 @@
 #define PHASOR_PLACER_LINK_SCORE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -91,6 +92,19 @@ class CircleEvaluator {
   // sum_k max(0, load[k] - C).
   double Excess(const std::vector<double>& load);
 
+  // The total excess with every job at shifts[j] (bins): the load is summed
+  // and measured chunk by chunk, without an N-bin array; stops early and
+  // returns a value above `bound` once the partial sum exceeds it.
+  //
+  // When one job's period shares little with the others' (B_f / gcd(B_f, L)
+  // large, L the lcm of the other periods), the circle folds onto the others'
+  // L bins: by the Chinese remainder theorem bin b of the others' load meets
+  // exactly the pattern values of job f in one residue class modulo
+  // g = gcd(B_f, L), so the sum is over L bins of a per-class function
+  // G_r(x) = sum over the class of max(0, v + x - C), read from the class's
+  // sorted values by binary search: L * log(B_f / g) work instead of N.
+  double ExcessAt(const std::vector<uint32_t>& shifts, double bound);
+
   // ExcessWith(load, j, s) for every s in [0, B_j) at once, into out[s]. Folds
   // the circle: bins k with k = b + s (mod B_j) meet pattern value d_j[b], so
   // each residue class of `load` is sorted once and queried by binary search,
@@ -105,6 +119,12 @@ class CircleEvaluator {
     return FoldingCost(j) < static_cast<double>(JobBins(j)) * static_cast<double>(bins());
   }
 
+  // The job ExcessAt folds, if any (the one whose residue classes are longest,
+  // when they hold at least 16 values).
+  std::optional<size_t> folded_job() const {
+    return folded_ ? std::optional<size_t>(folded_->job) : std::nullopt;
+  }
+
   // Bin evaluations made so far (the work done).
   uint64_t evaluations() const { return evaluations_; }
 
@@ -113,9 +133,22 @@ class CircleEvaluator {
     return tiled_[j].get().data() + JobBins(j) - shift;
   }
 
+  // ExcessAt's fold: job `job`'s pattern split into residue classes modulo
+  // g, each sorted, with suffix sums.
+  struct FoldedJob {
+    size_t job = 0;
+    uint64_t g = 1;            // gcd(B_job, others_bins)
+    uint64_t m = 1;            // B_job / g values per class
+    uint64_t others_bins = 0;  // L: the lcm of the other jobs' periods
+    std::vector<double> sorted;  // class r at [r * m, (r + 1) * m)
+    std::vector<double> suffix;  // class r at [r * (m + 1), (r + 1) * (m + 1))
+  };
+  double FoldedExcessAt(const std::vector<uint32_t>& shifts, double bound);
+
   const UnifiedCircle* circle_;
   double cap_;
   std::vector<ScratchBuffer> tiled_;
+  std::optional<FoldedJob> folded_;
   uint64_t evaluations_ = 0;
 };
 

@@ -6,11 +6,21 @@
 #include <numeric>
 #include <random>
 
+#include "placer/pair_bound.h"
+
 namespace phasor::placer {
 namespace {
 
 // Scores closer than this (in units of score) count as equal.
 constexpr double kScoreTolerance = 1e-9;
+
+// The best-first search keeps one entry (bound, configuration) per
+// configuration: at most this many (32 MiB).
+constexpr long double kMaxBestFirstConfigurations = 1 << 21;
+
+// The best-first search's work per configuration (its bound and its queue
+// entry) in bin evaluations, as measured against the summing kernels.
+constexpr uint64_t kBestFirstConfigurationCost = 8;
 
 class Search {
  public:
@@ -57,9 +67,37 @@ class Search {
     return ranges;
   }
 
-  // The exhaustive search's bin evaluations: N per configuration of the
-  // levels above the last, then the last level by direct sums or folded.
+  // The number of configurations the exhaustive search distinguishes.
+  long double Configurations() const {
+    long double configurations = 1;
+    for (uint64_t r : Ranges()) configurations *= static_cast<long double>(r);
+    return configurations;
+  }
+
+  // The best-first search's work before its first configuration is summed:
+  // the pair tables, then a star bound (k(k-1)/2 lookups) and a heap entry
+  // per configuration. Infinite when the configurations do not fit memory.
+  long double BestFirstCost() const {
+    const long double configurations = Configurations();
+    if (!options_.pair_bounds || free_.empty() ||
+        configurations > kMaxBestFirstConfigurations) {
+      return std::numeric_limits<long double>::infinity();
+    }
+    return static_cast<long double>(PairwiseBound::BuildCost(eval_.circle())) +
+           configurations * kBestFirstConfigurationCost;
+  }
+
+  // The search's cost in bin evaluations as planned: the best-first search's
+  // upfront work when it fits, else the depth-first search's (which cannot
+  // prune before summing bins).
   uint64_t ExactCost() const {
+    const long double cost = std::min(BestFirstCost(), static_cast<long double>(DepthFirstCost()));
+    return cost > 1e19L ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(cost);
+  }
+
+  // The depth-first search's bin evaluations: N per configuration of the
+  // levels above the last, then the last level by direct sums or folded.
+  uint64_t DepthFirstCost() const {
     if (free_.empty()) return n_;
     const std::vector<uint64_t> ranges = Ranges();
     long double prefix = 1;
@@ -93,35 +131,142 @@ class Search {
       Record(eval_.Excess(fixed_load_.get()));
       return Finish(true);
     }
-    const uint64_t exact_cost = ExactCost();
-    if (exact_cost <= options_.exact_max_evaluations) {
-      // A greedy incumbent first, when it is cheap next to the search: it may
-      // already meet the lower bound, and it lets the search abandon most
-      // configurations after their first bins.
-      uint64_t greedy_cost = 0;
-      for (size_t j : free_) greedy_cost += uint64_t{eval_.JobBins(j)} * n_;
-      if (greedy_cost * 4 <= exact_cost) {
+    const uint64_t budget = options_.exact_max_evaluations;
+    ranges_ = Ranges();
+    const long double best_first_cost = BestFirstCost();
+    if (best_first_cost <= static_cast<long double>(budget)) {
+      // A greedy incumbent first when it is cheap next to the search: it may
+      // already meet the lower bound.
+      if (static_cast<long double>(GreedyCost()) * 4 <= best_first_cost) {
         Greedy();
         Record(eval_.Excess(LoadOf(shifts_).get()));
         if (Proven()) return Finish(true);
       }
-      ranges_ = Ranges();
-      fold_last_ = FoldLast(ranges_.back());
-      // lone_after_[i]: the own excess of the free jobs from level i on.
-      lone_after_.assign(free_.size() + 1, 0.0);
-      for (size_t i = free_.size(); i-- > 0;) {
-        lone_after_[i] = lone_after_[i + 1] + LoneExcess(free_[i]);
-      }
-      for (size_t i = 0; i < free_.size(); ++i) {
-        levels_.emplace_back(n_, ScratchBuffer::Uninitialized{});
-      }
-      levels_[0].get() = fixed_load_.get();
-      Exhaust(0);
+      if (BestFirst(budget)) return Finish(true);
+      // The bound left too many configurations to sum within the budget;
+      // the depth-first search (when it fits) or the descent go on from the
+      // best configuration found.
+    }
+    const uint64_t depth_first_cost = DepthFirstCost();
+    if (depth_first_cost <= budget) {
+      DepthFirst(depth_first_cost);
       return Finish(true);
+    }
+    if (!best_shifts_.empty()) {
+      // The budget is spent: one descent from the best configuration found.
+      shifts_ = best_shifts_;
+      Record(DescendFrom());
+      return Finish(Proven());
     }
     Descend();
     return Finish(Proven());
   }
+
+ private:
+  // Best-first branch and bound over whole configurations: every
+  // configuration's star bound (PairwiseBound) first, then configurations
+  // summed in increasing order of their bound until the next bound cannot
+  // beat the best sum. True when that proved the optimum; false when the
+  // sums would exceed `budget` bin evaluations (the best found is kept).
+  bool BestFirst(uint64_t budget) {
+    const PairwiseBound pairs(eval_.circle(), eval_.capacity_gbps());
+    extra_evaluations_ += PairwiseBound::BuildCost(eval_.circle());
+    const size_t levels = free_.size();
+    const uint64_t last_range = ranges_.back();
+    uint64_t configurations = 1;
+    for (uint64_t r : ranges_) configurations *= r;
+    // (bound, configuration index in mixed radix over ranges_, last level
+    // fastest); the last level's run of bounds per configuration above it.
+    std::vector<std::pair<double, uint32_t>> queue;
+    queue.reserve(configurations);
+    ScratchBuffer run_buffer(last_range, ScratchBuffer::Uninitialized{});
+    double* run = run_buffer.get().data();
+    std::vector<uint32_t> digit(levels, 0);
+    for (size_t i = 0; i < levels; ++i) shifts_[free_[i]] = 0;
+    size_t lowest = 0;
+    for (uint64_t prefix = 0; prefix < configurations / last_range; ++prefix) {
+      pairs.StarBoundRun(shifts_, free_.back(), static_cast<uint32_t>(last_range), run);
+      for (uint64_t s = 0; s < last_range; ++s) {
+        if (queue.empty() || run[s] < queue[lowest].first) lowest = queue.size();
+        queue.emplace_back(std::max(lower_bound_, run[s]),
+                           static_cast<uint32_t>(prefix * last_range + s));
+      }
+      for (size_t i = levels - 1; i-- > 0;) {  // the next configuration above the last level
+        if (++digit[i] < ranges_[i]) {
+          shifts_[free_[i]] = digit[i];
+          break;
+        }
+        digit[i] = 0;
+        shifts_[free_[i]] = 0;
+      }
+    }
+    extra_evaluations_ += configurations * kBestFirstConfigurationCost;
+    auto summed = [&](uint32_t index) {
+      uint64_t rest = index;
+      for (size_t i = levels; i-- > 0;) {
+        shifts_[free_[i]] = static_cast<uint32_t>(rest % ranges_[i]);
+        rest /= ranges_[i];
+      }
+      Record(eval_.ExcessAt(shifts_, best_excess_));
+    };
+    // The lowest bound first: its sum rules out every configuration whose
+    // bound is not below it, before the queue is built.
+    summed(queue[lowest].second);
+    if (Proven()) return true;
+    const double cutoff = best_excess_ - tolerance_ * 1e-3;
+    std::erase_if(queue, [cutoff](const std::pair<double, uint32_t>& e) { return e.first >= cutoff; });
+    auto later = [](const std::pair<double, uint32_t>& a, const std::pair<double, uint32_t>& b) {
+      return a.first > b.first || (a.first == b.first && a.second > b.second);
+    };
+    std::make_heap(queue.begin(), queue.end(), later);
+    while (!queue.empty()) {
+      std::pop_heap(queue.begin(), queue.end(), later);
+      const auto [bound, index] = queue.back();
+      queue.pop_back();
+      if (bound >= best_excess_ - tolerance_ * 1e-3) return true;  // nothing left can beat it
+      if (Evaluations() > budget) return false;
+      summed(index);
+      if (Proven()) return true;
+    }
+    return true;
+  }
+
+  // Depth-first branch and bound over the levels (one free job each), each
+  // level's load summed once per configuration above it; the last level by
+  // direct sums or folded. `cost` is DepthFirstCost().
+  void DepthFirst(uint64_t cost) {
+    // A greedy incumbent first, when there is none yet and it is cheap next
+    // to the search: it may already meet the lower bound, and it lets the
+    // search abandon most configurations after their first bins.
+    if (best_shifts_.empty() && GreedyCost() * 4 <= cost) {
+      Greedy();
+      Record(eval_.Excess(LoadOf(shifts_).get()));
+      if (Proven()) return;
+    }
+    fold_last_ = FoldLast(ranges_.back());
+    // lone_after_[i]: the own excess of the free jobs from level i on.
+    lone_after_.assign(free_.size() + 1, 0.0);
+    for (size_t i = free_.size(); i-- > 0;) {
+      lone_after_[i] = lone_after_[i + 1] + LoneExcess(free_[i]);
+    }
+    for (size_t i = 0; i < free_.size(); ++i) {
+      levels_.emplace_back(n_, ScratchBuffer::Uninitialized{});
+    }
+    levels_[0].get() = fixed_load_.get();
+    Exhaust(0);
+  }
+
+  // The greedy incumbent's cost: each free job's shifts against a load.
+  uint64_t GreedyCost() const {
+    uint64_t cost = 0;
+    for (size_t j : free_) {
+      cost += eval_.FoldingPays(j) ? static_cast<uint64_t>(eval_.FoldingCost(j))
+                                   : uint64_t{eval_.JobBins(j)} * n_;
+    }
+    return cost;
+  }
+
+  uint64_t Evaluations() const { return eval_.evaluations() + extra_evaluations_; }
 
  private:
   // No choice of shifts has less excess than each job's own excess, nor than
@@ -280,7 +425,7 @@ class Search {
     return load;
   }
 
-  bool OverBudget() const { return eval_.evaluations() > options_.heuristic_max_evaluations; }
+  bool OverBudget() const { return Evaluations() > options_.heuristic_max_evaluations; }
 
   void Descend() {
     Greedy();
@@ -300,7 +445,7 @@ class Search {
     out.total_excess = best_excess_;
     out.score = ScoreFromExcess(best_excess_, n_, eval_.capacity_gbps());
     out.exact = exact;
-    out.evaluations = eval_.evaluations();
+    out.evaluations = Evaluations();
     return out;
   }
 
@@ -318,6 +463,7 @@ class Search {
   bool fold_last_ = false;
   std::vector<double> lone_after_;
   uint32_t window_ = 0;  // descent: 0 tries every shift, else only those this close
+  uint64_t extra_evaluations_ = 0;  // work outside eval_: pair tables, bounds
   double best_excess_ = std::numeric_limits<double>::infinity();
   std::vector<uint32_t> best_shifts_;
 };
@@ -357,10 +503,24 @@ absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& deman
   SolvedLink out;
   out.circle = *std::move(fine);
   const std::vector<std::optional<uint32_t>> fixed = to_bins(out.circle);
-  if (ExactSearchCost(out.circle, fixed) <= options.exact_max_evaluations) {
-    out.solution = SolveLink(out.circle, capacity_gbps, fixed, options);
-    return out;
+  std::optional<LinkSolution> fine_solution;
+  if (ExactSearchCost(out.circle, fixed, options) <= options.exact_max_evaluations) {
+    fine_solution = SolveLink(out.circle, capacity_gbps, fixed, options);
+    if (fine_solution->exact) {
+      out.solution = *std::move(fine_solution);
+      return out;
+    }
+    // The search's bound could not finish within the budget: the coarser
+    // circles may still do better than the best it found.
   }
+  auto better = [&](LinkSolution refined) {
+    if (fine_solution && fine_solution->total_excess <= refined.total_excess) {
+      fine_solution->evaluations += refined.evaluations;
+      return *std::move(fine_solution);
+    }
+    if (fine_solution) refined.evaluations += fine_solution->evaluations;
+    return refined;
+  };
   // Coarser circles until the exhaustive search fits, then refine.
   CircleOptions coarse_options = circle_options;
   for (int doubling = 0; doubling < 16; ++doubling) {
@@ -368,7 +528,7 @@ absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& deman
     absl::StatusOr<UnifiedCircle> coarse = BuildUnifiedCircle(demands, coarse_options);
     if (!coarse.ok()) break;
     const std::vector<std::optional<uint32_t>> coarse_fixed = to_bins(*coarse);
-    if (ExactSearchCost(*coarse, coarse_fixed) > options.exact_max_evaluations) continue;
+    if (ExactSearchCost(*coarse, coarse_fixed, options) > options.exact_max_evaluations) continue;
     const LinkSolution rough = SolveLink(*coarse, capacity_gbps, coarse_fixed, options);
     std::vector<uint32_t> start(out.circle.jobs.size());
     for (size_t j = 0; j < start.size(); ++j) {
@@ -378,16 +538,17 @@ absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& deman
       if (fixed[j]) start[j] = *fixed[j];
     }
     const uint32_t window = coarse->quantum_us / out.circle.quantum_us;
-    out.solution = RefineLink(out.circle, capacity_gbps, fixed, start, window, options);
+    out.solution = better(RefineLink(out.circle, capacity_gbps, fixed, start, window, options));
     return out;
   }
-  out.solution = SolveLink(out.circle, capacity_gbps, fixed, options);
+  out.solution = fine_solution ? *std::move(fine_solution)
+                               : SolveLink(out.circle, capacity_gbps, fixed, options);
   return out;
 }
 
 uint64_t ExactSearchCost(const UnifiedCircle& circle,
-                         const std::vector<std::optional<uint32_t>>& fixed) {
-  const ShiftSolverOptions options;
+                         const std::vector<std::optional<uint32_t>>& fixed,
+                         const ShiftSolverOptions& options) {
   return Search(circle, 1.0, fixed, options).ExactCost();
 }
 

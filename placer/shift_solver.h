@@ -15,9 +15,16 @@
 namespace phasor::placer {
 
 struct ShiftSolverOptions {
-  // The exhaustive search runs when it costs at most this many bin
-  // evaluations (configurations left after the invariances x N).
+  // The exhaustive search runs when its planned cost is at most this many bin
+  // evaluations, and is abandoned (its best kept, `exact` false) when the
+  // configurations its bound cannot rule out would cost more.
   uint64_t exact_max_evaluations = 10'000'000;
+  // Exhaustive search order. True: best first, every configuration's pairwise
+  // star bound (placer/pair_bound.h) computed up front and configurations
+  // summed in increasing order of it, so most are never summed. False:
+  // depth first over the jobs, each level's load summed (the plain search,
+  // kept for comparison and for searches with too many configurations).
+  bool pair_bounds = true;
   // Heuristic: random starting points tried after the greedy one.
   uint32_t restarts = 4;
   // Heuristic: a descent stops after this many sweeps over the jobs.
@@ -74,9 +81,12 @@ absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& deman
                                             const CircleOptions& circle_options,
                                             const ShiftSolverOptions& options);
 
-// The number of bin evaluations the exhaustive search would take.
+// The exhaustive search's planned cost in bin evaluations: the best-first
+// search's work before it sums a configuration, or the depth-first search's
+// whole work, whichever is smaller (`options.pair_bounds` false: the latter).
 uint64_t ExactSearchCost(const UnifiedCircle& circle,
-                         const std::vector<std::optional<uint32_t>>& fixed);
+                         const std::vector<std::optional<uint32_t>>& fixed,
+                         const ShiftSolverOptions& options = {});
 
 }  // namespace phasor::placer
 

@@ -144,17 +144,25 @@ TEST(SolveLinkTest, FixedShiftsAreKept) {
 }
 
 TEST(SolveLinkTest, ExactCostUsesTheInvariances) {
+  ShiftSolverOptions depth_first;
+  depth_first.pair_bounds = false;
   const UnifiedCircle two = Circle({ArrayProfile(std::vector<double>(4, 1)),
                                     ArrayProfile(std::vector<double>(6, 1))});
-  // N = 12, job b ranges over gcd(4, 6) = 2 shifts: 24 = B_a * B_b evaluations.
+  // N = 12, job b ranges over gcd(4, 6) = 2 shifts: 24 = B_a * B_b evaluations
+  // depth first. Best first: the pair table (4 x 6 sending bins) and 2
+  // configurations at 8 each: 40. The cheaper plan counts.
+  EXPECT_EQ(ExactSearchCost(two, {}, depth_first), 24u);
   EXPECT_EQ(ExactSearchCost(two, {}), 24u);
   const UnifiedCircle three = Circle({ArrayProfile(std::vector<double>(4, 1)),
                                       ArrayProfile(std::vector<double>(6, 1)),
                                       ArrayProfile(std::vector<double>(9, 1))});
   // N = 36. Longest first: job 9 is held at 0, job 6 ranges over gcd(9, 6) = 3
   // shifts, job 4 over gcd(18, 4) = 2: 3 x 2 = 6 = (4 * 6 * 9) / 36
-  // configurations. Cost: 3 x (36 to place job 6 + 2 x 36 for job 4) = 324.
-  EXPECT_EQ(ExactSearchCost(three, {}), 324u);
+  // configurations. Depth first: 3 x (36 to place job 6 + 2 x 36 for job 4)
+  // = 324. Best first: pair tables 4*6 + 4*9 + 6*9 = 114, then 6
+  // configurations at 8 each = 48: 162.
+  EXPECT_EQ(ExactSearchCost(three, {}, depth_first), 324u);
+  EXPECT_EQ(ExactSearchCost(three, {}), 162u);
 }
 
 // A random profile: an array of random demand with idle stretches, or a square wave.
@@ -179,7 +187,9 @@ uint32_t RandomBins(std::mt19937_64& rng, size_t jobs) {
   return kFriendly[std::uniform_int_distribution<size_t>(0, std::size(kFriendly) - 1)(rng)];
 }
 
-TEST(SolveLinkTest, MatchesBruteForceOnRandomSmallInstances) {
+// The exact search against brute force on 1,200 random instances of 2 and 3
+// jobs, in the given search order.
+void ExpectBruteForceOptimum(const ShiftSolverOptions& options) {
   std::mt19937_64 rng(20241129);
   int exact_count = 0;
   for (int instance = 0; instance < 1200; ++instance) {
@@ -188,7 +198,7 @@ TEST(SolveLinkTest, MatchesBruteForceOnRandomSmallInstances) {
     for (size_t j = 0; j < jobs; ++j) profiles.push_back(RandomProfile(rng, RandomBins(rng, jobs), 40));
     const double cap = std::uniform_real_distribution<double>(15, 60)(rng);
     const UnifiedCircle circle = Circle(profiles);
-    const LinkSolution sol = SolveLink(circle, cap, {}, ShiftSolverOptions{});
+    const LinkSolution sol = SolveLink(circle, cap, {}, options);
     const double brute = BruteForceBest(Patterns(circle), cap);
     ASSERT_NEAR(sol.score, brute, 1e-9) << "instance " << instance;
     ASSERT_NEAR(ScoreByDefinition(Patterns(circle), cap, sol.shifts), sol.score, 1e-9)
@@ -198,6 +208,40 @@ TEST(SolveLinkTest, MatchesBruteForceOnRandomSmallInstances) {
     exact_count += sol.exact;
   }
   EXPECT_EQ(exact_count, 1200);
+}
+
+TEST(SolveLinkTest, MatchesBruteForceOnRandomSmallInstances) {
+  ExpectBruteForceOptimum(ShiftSolverOptions{});
+}
+
+TEST(SolveLinkTest, DepthFirstMatchesBruteForceOnRandomSmallInstances) {
+  ShiftSolverOptions depth_first;
+  depth_first.pair_bounds = false;
+  ExpectBruteForceOptimum(depth_first);
+}
+
+TEST(SolveLinkTest, MatchesBruteForceWithFourAndFiveJobs) {
+  std::mt19937_64 rng(4455);
+  static const uint32_t kSmall[] = {2, 3, 4, 6, 12};
+  for (int instance = 0; instance < 120; ++instance) {
+    const size_t jobs = instance % 2 == 0 ? 4 : 5;
+    std::vector<TrafficProfile> profiles;
+    for (size_t j = 0; j < jobs; ++j) {
+      profiles.push_back(RandomProfile(rng, kSmall[rng() % std::size(kSmall)], 30));
+    }
+    const double cap = std::uniform_real_distribution<double>(30, 80)(rng);
+    const UnifiedCircle circle = Circle(profiles);
+    const double brute = BruteForceBest(Patterns(circle), cap);
+    for (bool pair_bounds : {true, false}) {
+      ShiftSolverOptions options;
+      options.pair_bounds = pair_bounds;
+      const LinkSolution sol = SolveLink(circle, cap, {}, options);
+      ASSERT_TRUE(sol.exact) << "instance " << instance;
+      ASSERT_NEAR(sol.score, brute, 1e-9) << "instance " << instance << " pair_bounds "
+                                          << pair_bounds;
+      ASSERT_NEAR(ScoreByDefinition(Patterns(circle), cap, sol.shifts), sol.score, 1e-9);
+    }
+  }
 }
 
 TEST(SolveLinkTest, HeuristicNeverBeatsTheOptimumAndReportsItsShiftsHonestly) {
