@@ -16,6 +16,7 @@ packages=(
   dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev iproute2
+  chromium  # headless: the `phasor diagnose` HTML report's browser check
 )
 
 missing=()

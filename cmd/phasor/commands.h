@@ -30,6 +30,7 @@ void AddStatusCommand(CLI::App& app);
 void AddTopologyCommand(CLI::App& app);
 void AddSimulateCommand(CLI::App& app);
 void AddProfileCommand(CLI::App& app);
+void AddDiagnoseCommand(CLI::App& app);
 
 }  // namespace phasor::cmd
 

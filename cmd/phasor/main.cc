@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   phasor::cmd::AddTopologyCommand(app);
   phasor::cmd::AddSimulateCommand(app);
   phasor::cmd::AddProfileCommand(app);
+  phasor::cmd::AddDiagnoseCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
