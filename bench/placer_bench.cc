@@ -2,7 +2,8 @@
 //   BM_SolveLink2JobsExact400Bins  under 1 ms (the exact 2-job solve, 400 bins per period)
 //   BM_Rank16x64x3Arrival          under 50 ms on one core (16 candidates x 64 contended
 //                                  links x 3 jobs per link; BM_Rank16x64x3Shuffled is the
-//                                  stress variant)
+//                                  stress variant; ...DepthFirst the same without the
+//                                  pairwise bounds, for the ratio)
 // Run: build/bench/placer_bench (see bench/run.sh).
 #include <numeric>
 #include <random>
@@ -205,6 +206,15 @@ void BM_Rank16x64x3ArrivalCatalogue(benchmark::State& state) {
   RankOnce(state, ArrivalInstance(42, true));
 }
 BENCHMARK(BM_Rank16x64x3ArrivalCatalogue)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+
+// Arrival again with the plain depth-first exact search (no pairwise bounds):
+// the ratio to BM_Rank16x64x3Arrival is what the best-first search buys.
+void BM_Rank16x64x3ArrivalDepthFirst(benchmark::State& state) {
+  RankRequest r = ArrivalInstance(42, false);
+  r.options.solver.pair_bounds = false;
+  RankOnce(state, r);
+}
+BENCHMARK(BM_Rank16x64x3ArrivalDepthFirst)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 
 void BM_Rank16x64x3Shuffled(benchmark::State& state) { RankOnce(state, ShuffledInstance(42)); }
 BENCHMARK(BM_Rank16x64x3Shuffled)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();

@@ -12,6 +12,57 @@
 
 namespace phasor::placer {
 
+namespace {
+
+// ExcessAt folds a job whose residue classes hold at least this many values.
+constexpr uint64_t kMinFoldedClass = 16;
+
+// Four doubles as one value: GCC and Clang compile arithmetic on it to SIMD
+// instructions of whatever width the target has (two SSE2 registers, or one
+// AVX2 register in the clone below), without -ffast-math reordering the sums.
+using Lanes = double __attribute__((vector_size(32)));
+
+// sum_k max(0, sum_j rows[j][k] - cap) over k < n, in one pass, giving up
+// past `bound` (checked every chunk). kRows rows, or `count` when kRows is 0
+// (the fixed counts let the compiler unroll the rows). Built twice: for AVX2
+// machines and for the baseline, picked at load time.
+template <size_t kRows>
+__attribute__((target_clones("avx2", "default"))) double FusedExcess(
+    const double* const* rows, size_t count, uint64_t n, double cap, double bound,
+    uint64_t* summed) {
+  const size_t row_count = kRows > 0 ? kRows : count;
+  constexpr uint64_t kChunk = 1024;
+  const Lanes zero = {0, 0, 0, 0};
+  double total = 0;
+  uint64_t k = 0;
+  while (k < n) {
+    const uint64_t end = std::min(n, k + kChunk);
+    Lanes acc = zero;
+    for (; k + 4 <= end; k += 4) {
+      Lanes l, d;
+      std::memcpy(&l, rows[0] + k, sizeof(l));
+      for (size_t j = 1; j < row_count; ++j) {
+        std::memcpy(&d, rows[j] + k, sizeof(d));
+        l += d;
+      }
+      l -= cap;
+      acc += l > zero ? l : zero;
+    }
+    double rest = 0;
+    for (; k < end; ++k) {
+      double l = rows[0][k];
+      for (size_t j = 1; j < row_count; ++j) l += rows[j][k];
+      rest += std::max(0.0, l - cap);
+    }
+    total += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest;
+    if (total > bound) break;
+  }
+  *summed = k;
+  return total;
+}
+
+}  // namespace
+
 absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& demands,
                                                  const CircleOptions& options) {
   if (options.quantum_us == 0) return absl::InvalidArgumentError("quantum_us: must be positive");
@@ -66,23 +117,32 @@ std::vector<double> LoadOnCircle(const UnifiedCircle& circle, const std::vector<
 
 double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
                    const std::vector<uint32_t>& shifts) {
+  // The load chunk by chunk (no N-bin array: scoring a link allocates
+  // nothing), each job's pattern copied in runs of consecutive bins.
+  constexpr uint64_t kChunk = 1024;
+  std::array<double, kChunk> load;
   const uint64_t n = circle.bins;
-  ScratchBuffer load_buffer(n);
-  std::vector<double>& load = load_buffer.get();
-  for (size_t j = 0; j < circle.jobs.size(); ++j) {
-    const std::vector<double>& d = circle.jobs[j].gbps;
-    const uint64_t b = d.size();
-    // L(k) += d[(k - s) mod B], in runs of whole pattern copies.
-    const uint64_t s = shifts[j] % b;
-    for (uint64_t k = 0; k < n;) {
-      const uint64_t src = (k + b - s) % b;
-      const uint64_t run = std::min(b - src, n - k);
-      for (uint64_t i = 0; i < run; ++i) load[k + i] += d[src + i];
-      k += run;
-    }
-  }
   double excess = 0;
-  for (uint64_t k = 0; k < n; ++k) excess += std::max(0.0, load[k] - capacity_gbps);
+  for (uint64_t begin = 0; begin < n; begin += kChunk) {
+    const uint64_t len = std::min(kChunk, n - begin);
+    std::fill_n(load.data(), len, 0.0);
+    for (size_t j = 0; j < circle.jobs.size(); ++j) {
+      const std::vector<double>& d = circle.jobs[j].gbps;
+      const uint64_t b = d.size();
+      // L(k) += d[(k - s) mod B].
+      uint64_t src = (begin % b + b - shifts[j] % b) % b;
+      for (uint64_t i = 0; i < len;) {
+        const uint64_t run = std::min(b - src, len - i);
+        for (uint64_t r = 0; r < run; ++r) load[i + r] += d[src + r];
+        i += run;
+        src = 0;
+      }
+    }
+    const double* rows[] = {load.data()};
+    uint64_t summed = 0;
+    excess += FusedExcess<1>(rows, 1, len, capacity_gbps, std::numeric_limits<double>::infinity(),
+                             &summed);
+  }
   return excess;
 }
 
@@ -109,56 +169,6 @@ double LinkScore(const UnifiedCircle& circle, double capacity_gbps,
 }
 
 
-namespace {
-
-// ExcessAt folds a job whose residue classes hold at least this many values.
-constexpr uint64_t kMinFoldedClass = 16;
-
-// Four doubles as one value: GCC and Clang compile arithmetic on it to SIMD
-// instructions of whatever width the target has (two SSE2 registers, or one
-// AVX2 register in the clone below), without -ffast-math reordering the sums.
-using Lanes = double __attribute__((vector_size(32)));
-
-// sum_k max(0, sum_j rows[j][k] - cap) over k < n, in one pass, giving up
-// past `bound` (checked every chunk). kRows rows, or `count` when kRows is 0
-// (the fixed counts let the compiler unroll the rows). Built twice: for AVX2
-// machines and for the baseline, picked at load time.
-template <size_t kRows>
-__attribute__((target_clones("avx2", "default"))) double FusedExcess(
-    const double* const* rows, size_t count, uint64_t n, double cap, double bound,
-    uint64_t* summed) {
-  const size_t row_count = kRows > 0 ? kRows : count;
-  constexpr uint64_t kChunk = 1024;
-  const Lanes zero = {0, 0, 0, 0};
-  double total = 0;
-  uint64_t k = 0;
-  while (k < n) {
-    const uint64_t end = std::min(n, k + kChunk);
-    Lanes acc = zero;
-    for (; k + 4 <= end; k += 4) {
-      Lanes l, d;
-      std::memcpy(&l, rows[0] + k, sizeof(l));
-      for (size_t j = 1; j < row_count; ++j) {
-        std::memcpy(&d, rows[j] + k, sizeof(d));
-        l += d;
-      }
-      l -= cap;
-      acc += l > zero ? l : zero;
-    }
-    double rest = 0;
-    for (; k < end; ++k) {
-      double l = rows[0][k];
-      for (size_t j = 1; j < row_count; ++j) l += rows[j][k];
-      rest += std::max(0.0, l - cap);
-    }
-    total += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest;
-    if (total > bound) break;
-  }
-  *summed = k;
-  return total;
-}
-
-}  // namespace
 
 CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gbps)
     : circle_(&circle), cap_(capacity_gbps) {
