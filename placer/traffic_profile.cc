@@ -53,35 +53,46 @@ absl::Status ValidateProfile(const TrafficProfile& p) {
   return absl::OkStatus();
 }
 
-std::vector<DemandSegment> Segments(const TrafficProfile& p) {
-  std::vector<DemandSegment> out;
+namespace {
+
+// Calls visit(segment) for the profile's constant-demand segments in time
+// order (what Segments returns, without building the vector).
+template <typename Visit>
+void ForEachSegment(const TrafficProfile& p, Visit visit) {
   const double period = p.period_us;
   if (p.square.has_value()) {
     const SquareWave& s = *p.square;
     const double begin = s.start_us;
     const double end = begin + s.up_us;
     if (end <= period) {
-      if (begin > 0) out.push_back({0, begin, s.down_gbps});
-      if (end > begin) out.push_back({begin, end, s.up_gbps});
-      if (end < period) out.push_back({end, period, s.down_gbps});
+      if (begin > 0) visit(DemandSegment{0, begin, s.down_gbps});
+      if (end > begin) visit(DemandSegment{begin, end, s.up_gbps});
+      if (end < period) visit(DemandSegment{end, period, s.down_gbps});
     } else {  // the Up phase wraps around the end of the period
-      out.push_back({0, end - period, s.up_gbps});
-      out.push_back({end - period, begin, s.down_gbps});
-      out.push_back({begin, period, s.up_gbps});
+      visit(DemandSegment{0, end - period, s.up_gbps});
+      visit(DemandSegment{end - period, begin, s.down_gbps});
+      visit(DemandSegment{begin, period, s.up_gbps});
     }
-    return out;
+    return;
   }
-  out.reserve(p.gbps.size());
   for (size_t k = 0; k < p.gbps.size(); ++k) {
     const double begin = static_cast<double>(k) * p.bin_us;
-    out.push_back({begin, std::min(period, begin + p.bin_us), p.gbps[k]});
+    visit(DemandSegment{begin, std::min(period, begin + p.bin_us), p.gbps[k]});
   }
+}
+
+}  // namespace
+
+std::vector<DemandSegment> Segments(const TrafficProfile& p) {
+  std::vector<DemandSegment> out;
+  out.reserve(p.square.has_value() ? 3 : p.gbps.size());
+  ForEachSegment(p, [&](const DemandSegment& s) { out.push_back(s); });
   return out;
 }
 
 double MeanGbps(const TrafficProfile& p) {
   double area = 0;
-  for (const DemandSegment& s : Segments(p)) area += (s.end_us - s.begin_us) * s.gbps;
+  ForEachSegment(p, [&](const DemandSegment& s) { area += (s.end_us - s.begin_us) * s.gbps; });
   return area / p.period_us;
 }
 
@@ -102,9 +113,8 @@ QuantizedProfile Quantize(const TrafficProfile& profile, uint32_t quantum_us, do
   // step = quantum * T / T'; it receives the bytes found there, spread over one
   // quantum. Segments and target bins are both ordered: one merge pass.
   const double step = static_cast<double>(quantum_us) * profile.period_us / q.period_us;
-  const std::vector<DemandSegment> segments = Segments(profile);
   size_t k = 0;
-  for (const DemandSegment& seg : segments) {
+  ForEachSegment(profile, [&](const DemandSegment& seg) {
     double t = seg.begin_us;
     while (t < seg.end_us && k < bins) {
       const double bin_end = (k + 1 == bins) ? profile.period_us : (k + 1) * step;
@@ -113,7 +123,7 @@ QuantizedProfile Quantize(const TrafficProfile& profile, uint32_t quantum_us, do
       t = end;
       if (end >= bin_end) ++k;
     }
-  }
+  });
   for (double& v : q.gbps) v = v * share / quantum_us;
   return q;
 }
