@@ -26,7 +26,7 @@ class Search {
  public:
   Search(const UnifiedCircle& circle, double capacity,
          const std::vector<std::optional<uint32_t>>& fixed, const ShiftSolverOptions& options)
-      : eval_(circle, capacity), n_(circle.bins), options_(options), fixed_load_(circle.bins) {
+      : eval_(circle, capacity), n_(circle.bins), options_(options) {
     const size_t jobs = circle.jobs.size();
     shifts_.assign(jobs, 0);
     auto is_fixed = [&](size_t j) { return !fixed.empty() && fixed[j].has_value(); };
@@ -48,7 +48,6 @@ class Search {
       anchored_.push_back(free_.front());  // a common rotation is free: hold one job at 0
       free_.erase(free_.begin());
     }
-    for (size_t j : anchored_) eval_.AddJob(j, shifts_[j], fixed_load_.get());
     lower_bound_ = LowerBound();
     tolerance_ = kScoreTolerance * static_cast<double>(n_) * capacity;
   }
@@ -128,7 +127,7 @@ class Search {
 
   LinkSolution Solve() {
     if (free_.empty()) {
-      Record(eval_.Excess(fixed_load_.get()));
+      Record(eval_.Excess(FixedLoad()));
       return Finish(true);
     }
     const uint64_t budget = options_.exact_max_evaluations;
@@ -252,7 +251,7 @@ class Search {
     for (size_t i = 0; i < free_.size(); ++i) {
       levels_.emplace_back(n_, ScratchBuffer::Uninitialized{});
     }
-    levels_[0].get() = fixed_load_.get();
+    levels_[0].get() = FixedLoad();
     Exhaust(0);
   }
 
@@ -264,6 +263,15 @@ class Search {
                                    : uint64_t{eval_.JobBins(j)} * n_;
     }
     return cost;
+  }
+
+  // The load of the anchored jobs (pinned, or the one held at 0).
+  const std::vector<double>& FixedLoad() {
+    if (!fixed_load_) {
+      fixed_load_.emplace(n_);
+      for (size_t j : anchored_) eval_.AddJob(j, shifts_[j], fixed_load_->get());
+    }
+    return fixed_load_->get();
   }
 
   uint64_t Evaluations() const { return eval_.evaluations() + extra_evaluations_; }
@@ -392,7 +400,7 @@ class Search {
     for (uint32_t sweep = 0; sweep < options_.max_sweeps && !OverBudget(); ++sweep) {
       bool moved = false;
       for (size_t j : free_) {
-        others = fixed_load_.get();
+        others = FixedLoad();
         for (size_t i : free_) {
           if (i != j) eval_.AddJob(i, shifts_[i], others);
         }
@@ -410,7 +418,7 @@ class Search {
   void Greedy() {
     ScratchBuffer placed_buffer(n_, ScratchBuffer::Uninitialized{});
     std::vector<double>& placed = placed_buffer.get();
-    placed = fixed_load_.get();
+    placed = FixedLoad();
     for (size_t j : free_) {
       double unused = 0;
       shifts_[j] = BestShift(j, placed, 0, &unused);
@@ -418,9 +426,9 @@ class Search {
     }
   }
 
-  ScratchBuffer LoadOf(const std::vector<uint32_t>& shifts) const {
+  ScratchBuffer LoadOf(const std::vector<uint32_t>& shifts) {
     ScratchBuffer load(n_, ScratchBuffer::Uninitialized{});
-    load.get() = fixed_load_.get();
+    load.get() = FixedLoad();
     for (size_t j : free_) eval_.AddJob(j, shifts[j], load.get());
     return load;
   }
@@ -455,7 +463,7 @@ class Search {
   std::vector<size_t> anchored_;  // jobs whose shift is given (pinned, or the anchor)
   std::vector<size_t> free_;      // jobs the search places
   std::vector<uint32_t> shifts_;  // the configuration under examination
-  ScratchBuffer fixed_load_;
+  std::optional<ScratchBuffer> fixed_load_;  // the anchored jobs' load, built on first use
   std::vector<uint64_t> ranges_;
   std::vector<ScratchBuffer> levels_;
   double lower_bound_ = 0;
