@@ -16,9 +16,11 @@
 namespace phasor::placer {
 namespace {
 
-// Random phase vectors averaged for a link's baseline score (how a link fares
-// without phasor); a link's gain is its optimum minus that.
-constexpr int kBaselineSamples = 4;
+// Random draws averaged for a link's baseline score (how a link fares
+// without phasor; a link's gain is its optimum minus that): each draw takes
+// one bin of every job's pattern, as independent uniformly random phases put
+// them together in a bin.
+constexpr int kBaselineDraws = 4096;
 
 // One contended link solved alone. Shared between the candidates of a request
 // that put the same jobs, with the same shares, on a link of the same capacity.
@@ -28,20 +30,22 @@ struct LinkSolve {
   double capacity_gbps = 0;
   uint64_t seed = 0;
 
-  // The mean score at random phases (how the link fares without phasor),
-  // computed on first use: only loops need it.
+  // The expected score at independent uniformly random phases (how the link
+  // fares without phasor), estimated from kBaselineDraws random bins (the
+  // circle's expected excess is N times a random bin's), computed on first
+  // use: only loops need it.
   double BaselineScore() const {
     if (!baseline_score_) {
       std::mt19937_64 rng(seed);
-      double sum = 0;
-      for (int r = 0; r < kBaselineSamples; ++r) {
-        std::vector<uint32_t> s(circle.jobs.size());
-        for (size_t i = 0; i < s.size(); ++i) {
-          s[i] = std::uniform_int_distribution<uint32_t>(0, circle.JobBins(i) - 1)(rng);
+      double excess = 0;
+      for (int draw = 0; draw < kBaselineDraws; ++draw) {
+        double load = 0;
+        for (const QuantizedProfile& job : circle.jobs) {
+          load += job.gbps[std::uniform_int_distribution<size_t>(0, job.gbps.size() - 1)(rng)];
         }
-        sum += LinkScore(circle, capacity_gbps, s);
+        excess += std::max(0.0, load - capacity_gbps);
       }
-      baseline_score_ = sum / kBaselineSamples;
+      baseline_score_ = 1.0 - excess / kBaselineDraws / capacity_gbps;
     }
     return *baseline_score_;
   }
@@ -165,7 +169,12 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
     ContendedLink& cl = links[l];
     std::vector<uint32_t> s(cl.jobs.size());
     for (size_t p = 0; p < cl.jobs.size(); ++p) s[p] = cl.Bins(p, t[cl.jobs[p]]);
-    return TotalExcess(cl.solve->circle, request_.links[cl.link].capacity_gbps, s) / norm(cl);
+    // A rotation of the link's own optimum costs what the optimum does.
+    const double excess =
+        SameUpToRotation(cl.solve->circle, s, cl.solve->solution.shifts)
+            ? cl.solve->solution.total_excess
+            : TotalExcess(cl.solve->circle, request_.links[cl.link].capacity_gbps, s);
+    return excess / norm(cl);
   };
   auto objective = [&](const std::vector<int64_t>& t) {
     double sum = 0;
@@ -212,15 +221,10 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
   shifts = std::move(best);
 
   // Joint coordinate descent over the free jobs, within an evaluation budget.
-  for (size_t l : component.links) {
-    links[l].evaluator = std::make_unique<CircleEvaluator>(
-        links[l].solve->circle, request_.links[links[l].link].capacity_gbps);
-  }
-  auto spent = [&] {
-    uint64_t sum = 0;
-    for (size_t l : component.links) sum += links[l].evaluator->evaluations();
-    return sum;
-  };
+  // A link's evaluator (its patterns tiled around the circle, N + B_j values
+  // per job) lives only while one of its jobs moves: a tangled component's
+  // links would otherwise hold all their tiles at once.
+  uint64_t spent = 0;
   std::vector<std::vector<size_t>> links_of_job(jobs.size());
   for (size_t l : component.links) {
     for (size_t j : links[l].jobs) links_of_job[j].push_back(l);
@@ -230,7 +234,7 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
     bool moved = false;
     for (size_t j : component.jobs) {
       if (jobs[j]->pinned_shift_us) continue;
-      if (spent() > options.joint_max_evaluations) {
+      if (spent > options.joint_max_evaluations) {
         budget_left = false;
         break;
       }
@@ -240,6 +244,8 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
       uint64_t bins_per_try = 0;
       for (size_t l : links_of_job[j]) {
         ContendedLink& cl = links[l];
+        cl.evaluator = std::make_unique<CircleEvaluator>(cl.solve->circle,
+                                                         request_.links[cl.link].capacity_gbps);
         ScratchBuffer load(cl.solve->circle.bins);
         for (size_t p = 0; p < cl.jobs.size(); ++p) {
           if (cl.jobs[p] != j) cl.evaluator->AddJob(p, cl.Bins(p, shifts[cl.jobs[p]]), load.get());
@@ -282,6 +288,10 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
           current = c;
           best_t = t;
         }
+      }
+      for (size_t l : links_of_job[j]) {
+        spent += links[l].evaluator->evaluations();
+        links[l].evaluator.reset();
       }
       if (best_t != shifts[j]) {
         shifts[j] = best_t;
