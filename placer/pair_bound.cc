@@ -52,15 +52,22 @@ PairwiseBound::PairwiseBound(const UnifiedCircle& circle, double capacity_gbps)
       // the pair's excess is the two lone excesses plus the interactions of
       // their sending bins. Bin a of i meets bin b of j when a - b = delta (mod g).
       std::vector<double> interaction(t.g, 0.0);
+      // Job j's sending bins as (b mod g, y, f(y)), so the inner loop has no
+      // division and only one max.
+      const size_t count = sending[j].size();
+      std::vector<uint32_t> residue(count);
+      std::vector<double> y(count), fy(count);
+      for (size_t q = 0; q < count; ++q) {
+        residue[q] = sending[j][q].first % t.g;
+        y[q] = sending[j][q].second;
+        fy[q] = f(y[q]);
+      }
       for (const auto& [a, x] : sending[i]) {
-        // at = (a - b) mod g, walked down as b walks up.
-        uint32_t at = a % t.g;
-        uint32_t last_b = 0;
-        for (const auto& [b, y] : sending[j]) {
-          const uint32_t step = (b - last_b) % t.g;
-          at = at >= step ? at - step : at + t.g - step;
-          last_b = b;
-          interaction[at] += f(x + y) - f(x) - f(y);
+        const uint32_t ra = a % t.g;
+        const double fx = f(x);
+        for (size_t q = 0; q < count; ++q) {
+          const uint32_t at = ra >= residue[q] ? ra - residue[q] : ra + t.g - residue[q];
+          interaction[at] += std::max(0.0, x + y[q] - capacity_gbps) - fx - fy[q];
         }
       }
       const double meets =
