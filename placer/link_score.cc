@@ -241,20 +241,19 @@ double CircleEvaluator::Excess(const std::vector<double>& load) {
 }
 
 
+CircleEvaluator::RowPointers CircleEvaluator::RotatedRows(const std::vector<uint32_t>& shifts,
+                                                          size_t skip) const {
+  RowPointers rows;
+  for (size_t j = 0; j < circle_->jobs.size(); ++j) {
+    if (j != skip) rows.push_back(Rotated(j, shifts[j] % JobBins(j)));
+  }
+  return rows;
+}
+
 double CircleEvaluator::FoldedExcessAt(const std::vector<uint32_t>& shifts, double bound) {
   const FoldedJob& fold = *folded_;
-  const size_t jobs = circle_->jobs.size();
-  std::array<const double*, 16> inline_rows{};
-  std::vector<const double*> heap_rows;
-  const double** rows = inline_rows.data();
-  if (jobs > inline_rows.size()) {
-    heap_rows.resize(jobs);
-    rows = heap_rows.data();
-  }
-  size_t others = 0;
-  for (size_t j = 0; j < jobs; ++j) {
-    if (j != fold.job) rows[others++] = Rotated(j, shifts[j] % JobBins(j));
-  }
+  const RowPointers rows = RotatedRows(shifts, fold.job);
+  const size_t others = rows.size();
   const uint64_t m = fold.m, g = fold.g, l = fold.others_bins;
   // Bin b of the others meets class (b - s_f) mod g of job f.
   uint64_t r = (g - shifts[fold.job] % g) % g;
@@ -292,14 +291,8 @@ double CircleEvaluator::FoldedExcessAt(const std::vector<uint32_t>& shifts, doub
 double CircleEvaluator::ExcessAt(const std::vector<uint32_t>& shifts, double bound) {
   if (folded_) return FoldedExcessAt(shifts, bound);
   const size_t jobs = circle_->jobs.size();
-  std::array<const double*, 16> inline_rows{};
-  std::vector<const double*> heap_rows;
-  const double** rows = inline_rows.data();
-  if (jobs > inline_rows.size()) {
-    heap_rows.resize(jobs);
-    rows = heap_rows.data();
-  }
-  for (size_t j = 0; j < jobs; ++j) rows[j] = Rotated(j, shifts[j] % JobBins(j));
+  const RowPointers rows_vector = RotatedRows(shifts, jobs);
+  const double* const* rows = rows_vector.data();
   const uint64_t n = bins();
   uint64_t summed = 0;
   double total = 0;

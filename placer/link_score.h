@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "placer/scratch.h"
 #include "placer/traffic_profile.h"
@@ -144,6 +145,11 @@ class CircleEvaluator {
     std::vector<double> suffix;  // class r at [r * (m + 1), (r + 1) * (m + 1))
   };
   double FoldedExcessAt(const std::vector<uint32_t>& shifts, double bound);
+
+  // Every job's pattern rotated by its shift, but job `skip` (pass the job
+  // count to keep all).
+  using RowPointers = absl::InlinedVector<const double*, 8>;
+  RowPointers RotatedRows(const std::vector<uint32_t>& shifts, size_t skip) const;
 
   const UnifiedCircle* circle_;
   double cap_;
