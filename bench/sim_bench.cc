@@ -9,6 +9,7 @@
 // Counters: events, iterations simulated, simulated seconds per wall second.
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "sim/fluid_network.h"
 #include "sim/model_catalog.h"
@@ -62,13 +63,13 @@ void BM_FluidHourOf100JobsOn128Servers(benchmark::State& state) {
     const std::string model = names[rng() % names.size()];
     absl::StatusOr<ModelTiming> t = models->Lookup(model, std::string(n, '1'));
     absl::StatusOr<topology::LinkShareMap> shares =
-        topology::JobLinkShares(router, "j" + std::to_string(j), chosen);
+        topology::JobLinkShares(router, absl::StrCat("j", j), chosen);
     if (!t.ok() || !shares.ok()) {
       state.SkipWithError("job setup");
       return;
     }
     SimJob job;
-    job.id = "j" + std::to_string(j);
+    job.id = absl::StrCat("j", j);
     job.compute_us = t->compute_us;
     job.comm_bytes = t->comm_bytes;
     job.nic_gbps = kMeasuredNicGbps;

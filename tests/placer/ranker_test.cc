@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "placer/link_score.h"
@@ -41,12 +42,12 @@ RankRequest Request(const std::vector<TrafficProfile>& profiles,
                     const std::vector<std::vector<size_t>>& link_jobs, double cap) {
   RankRequest r;
   for (size_t j = 0; j < profiles.size(); ++j) {
-    r.jobs.push_back({.id = "j" + std::to_string(j), .profile = profiles[j], .pinned_shift_us = {}});
+    r.jobs.push_back({.id = absl::StrCat("j", j), .profile = profiles[j], .pinned_shift_us = {}});
   }
   Candidate c{.id = "c0", .links = {}, .servers = {}};
   for (size_t l = 0; l < link_jobs.size(); ++l) {
-    r.links.push_back({.id = "l" + std::to_string(l), .capacity_gbps = cap});
-    for (size_t j : link_jobs[l]) c.links["j" + std::to_string(j)]["l" + std::to_string(l)] = 1.0;
+    r.links.push_back({.id = absl::StrCat("l", l), .capacity_gbps = cap});
+    for (size_t j : link_jobs[l]) c.links[absl::StrCat("j", j)][absl::StrCat("l", l)] = 1.0;
   }
   r.candidates.push_back(c);
   return r;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/host_scheduler.h"
@@ -23,7 +24,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 SchedulingRound TwoRacks() {
   SchedulingRound round;
   for (int i = 1; i <= 4; ++i) {
-    round.servers.push_back({"s" + std::to_string(i), i <= 2 ? "leaf1" : "leaf2", 4, 4});
+    round.servers.push_back({absl::StrCat("s", i), i <= 2 ? "leaf1" : "leaf2", 4, 4});
   }
   return round;
 }
