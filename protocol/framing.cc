@@ -9,7 +9,7 @@
 namespace phasor::protocol {
 namespace {
 
-constexpr std::array<std::pair<MessageType, std::string_view>, 10> kTypeNames = {{
+constexpr std::array<std::pair<MessageType, std::string_view>, 12> kTypeNames = {{
     {MessageType::kRankRequest, "RankRequest"},
     {MessageType::kRankReply, "RankReply"},
     {MessageType::kCommitPlacement, "CommitPlacement"},
@@ -19,6 +19,8 @@ constexpr std::array<std::pair<MessageType, std::string_view>, 10> kTypeNames = 
     {MessageType::kProfileUpdate, "ProfileUpdate"},
     {MessageType::kHealth, "Health"},
     {MessageType::kHealthReply, "HealthReply"},
+    {MessageType::kGetSnapshot, "GetSnapshot"},
+    {MessageType::kSnapshot, "Snapshot"},
     {MessageType::kError, "Error"},
 }};
 

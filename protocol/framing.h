@@ -35,6 +35,8 @@ enum class MessageType {
   kProfileUpdate,
   kHealth,
   kHealthReply,
+  kGetSnapshot,
+  kSnapshot,
   kError,
 };
 

@@ -112,6 +112,7 @@ class Daemon::Impl {
   void OnCommit(const std::vector<std::string>& routing, const protocol::Envelope& env);
   void OnGetOffset(const std::vector<std::string>& routing, const protocol::Envelope& env);
   void OnHealth(const std::vector<std::string>& routing, const protocol::Envelope& env);
+  void OnGetSnapshot(const std::vector<std::string>& routing, const protocol::Envelope& env);
 
   void Reply(const std::vector<std::string>& routing, MessageType type, const google::protobuf::MessageLite& msg);
   void ReplyError(const std::vector<std::string>& routing, std::optional<MessageType> type, const v1::Error& error);
@@ -158,6 +159,8 @@ class Daemon::Impl {
   std::map<std::string, StoredOffset> offsets_;
   std::map<std::string, v1::ProfileUpdate> job_profiles_;
   std::map<std::string, double> link_capacity_gbps_;
+  // The profiles RankRequests gave inline (the latest per job), for GetSnapshot.
+  std::map<std::string, placer::TrafficProfile> request_profiles_;
   std::map<std::string, int64_t> last_realign_us_;
   size_t placements_ = 0;
   int64_t last_republish_us_ = 0;
@@ -441,6 +444,9 @@ void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames) {
     case MessageType::kHealth:
       OnHealth(routing, env);
       break;
+    case MessageType::kGetSnapshot:
+      OnGetSnapshot(routing, env);
+      break;
     default:
       ReplyError(routing, env.type,
                  protocol::MakeError(v1::Error::UNKNOWN_TYPE,
@@ -482,14 +488,19 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
                       protocol::MakeError(v1::Error::INVALID_ARGUMENT, std::string(s.message()), id));
   }
   for (const placer::Link& l : request->links) link_capacity_gbps_[l.id] = l.capacity_gbps;
+  for (int j = 0; j < req.jobs_size(); ++j) {
+    if (req.jobs(j).has_profile()) request_profiles_[request->jobs[j].id] = request->jobs[j].profile;
+  }
+  // The candidates as ranked: server-form ones routed to link shares, so that
+  // a commit records the links each job loads.
+  v1::RankRequest candidates_only;
+  *candidates_only.mutable_candidates() = protocol::ToProto(*request).candidates();
   SolveTask task;
   task.routing = routing;
   task.request_id = id;
   task.ranking_id = next_ranking_id_++;
   task.request = *std::move(request);
   task.unrouted = std::move(unrouted);
-  v1::RankRequest candidates_only;
-  *candidates_only.mutable_candidates() = req.candidates();
   task.candidates = candidates_only.SerializeAsString();
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -651,6 +662,64 @@ void Daemon::Impl::OnHealth(const std::vector<std::string>& routing, const proto
   reply.set_placements(placements_);
   reply.set_uptime_seconds(static_cast<double>(clock_() - started_us_) / 1e6);
   Reply(routing, MessageType::kHealthReply, reply);
+}
+
+void Daemon::Impl::OnGetSnapshot(const std::vector<std::string>& routing, const protocol::Envelope& env) {
+  v1::GetSnapshot req;
+  if (auto error = protocol::ParsePayload(env, req)) return ReplyError(routing, env.type, *error);
+  const uint64_t id = req.request_id();
+  absl::StatusOr<std::vector<StoredPlacement>> placements = store_->LoadPlacements();
+  if (!placements.ok()) {
+    return ReplyError(routing, env.type,
+                      protocol::MakeError(v1::Error::INTERNAL, std::string(placements.status().message()), id));
+  }
+  v1::Snapshot reply;
+  reply.set_request_id(id);
+  reply.set_epoch_us(epoch_us_);
+  v1::RankRequest& placement = *reply.mutable_placement();
+  v1::Candidate& committed = *placement.add_candidates();
+  committed.set_id("committed");
+  std::set<std::string> links;
+  for (const StoredPlacement& p : *placements) {
+    v1::LinkShares shares;
+    if (!shares.ParseFromString(p.links)) {
+      return ReplyError(routing, env.type,
+                        protocol::MakeError(v1::Error::INTERNAL,
+                                            absl::StrCat("stored placement of job '", p.job, "' does not parse"), id));
+    }
+    std::optional<placer::TrafficProfile> profile;
+    if (auto it = job_profiles_.find(p.job); it != job_profiles_.end()) {
+      profile = protocol::ProfileFromUpdate(it->second);
+    } else if (auto r = request_profiles_.find(p.job); r != request_profiles_.end()) {
+      profile = r->second;
+    }
+    if (!profile) {
+      reply.add_jobs_without_profile(p.job);
+      continue;
+    }
+    v1::Job& job = *placement.add_jobs();
+    job.set_id(p.job);
+    *job.mutable_profile() = protocol::ToProto(*profile);
+    for (const auto& [link, share] : shares.shares()) links.insert(link);
+    (*committed.mutable_links())[p.job] = std::move(shares);
+    if (auto o = offsets_.find(p.job); o != offsets_.end()) *reply.add_offsets() = ToUpdate(o->second);
+  }
+  for (const std::string& link : links) {
+    std::optional<double> capacity;
+    if (fabric_) {
+      if (std::optional<topology::LinkIndex> l = fabric_->FindLink(link)) capacity = fabric_->link(*l).capacity_gbps;
+    }
+    if (auto it = link_capacity_gbps_.find(link); !capacity && it != link_capacity_gbps_.end()) capacity = it->second;
+    if (!capacity) {
+      reply.add_links_without_capacity(link);
+      for (auto& [job, shares] : *committed.mutable_links()) shares.mutable_shares()->erase(link);
+      continue;
+    }
+    v1::Link& l = *placement.add_links();
+    l.set_id(link);
+    l.set_capacity_gbps(*capacity);
+  }
+  Reply(routing, MessageType::kSnapshot, reply);
 }
 
 void Daemon::Impl::HandleProfile(std::vector<zmq::message_t>& frames) {

@@ -1,9 +1,10 @@
 // phasord: the placement service (SPEC sections 7 and 9).
 //
-// Sockets: ROUTER (RankRequest, CommitPlacement, GetOffset, Health; each gets
-// one reply, an Error when anything is wrong), PULL (ProfileUpdate from
-// probes; no reply), PUB (OffsetUpdate, topic = job id). State lives in
-// SQLite (StateStore) and is written before the reply that acknowledges it.
+// Sockets: ROUTER (RankRequest, CommitPlacement, GetOffset, Health,
+// GetSnapshot; each gets one reply, an Error when anything is wrong), PULL
+// (ProfileUpdate from probes; no reply), PUB (OffsetUpdate, topic = job id).
+// State lives in SQLite (StateStore) and is written before the reply that
+// acknowledges it.
 //
 // Threads: Run() owns every socket and the database; RankRequests are solved
 // on `solver_threads` worker threads; a CURVE authenticator thread (when

@@ -182,6 +182,13 @@ absl::StatusOr<v1::HealthReply> Client::Health() {
   return reply;
 }
 
+absl::StatusOr<v1::Snapshot> Client::GetSnapshot() {
+  v1::GetSnapshot request;
+  v1::Snapshot reply;
+  if (absl::Status s = Call(MessageType::kGetSnapshot, request, MessageType::kSnapshot, reply); !s.ok()) return s;
+  return reply;
+}
+
 absl::StatusOr<std::unique_ptr<ProfileSender>> ProfileSender::Connect(const std::string& endpoint,
                                                                       const std::optional<CurveClientKeys>& curve,
                                                                       zmq::context_t* context) {

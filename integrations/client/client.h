@@ -70,6 +70,8 @@ class Client {
   absl::StatusOr<phasor::v1::CommitReply> Commit(uint64_t ranking_id, const std::string& candidate);
   absl::StatusOr<phasor::v1::OffsetUpdate> GetOffset(const std::string& job);
   absl::StatusOr<phasor::v1::HealthReply> Health();
+  // What phasord knows of the committed placement (`phasor diagnose --phasord`).
+  absl::StatusOr<phasor::v1::Snapshot> GetSnapshot();
 
   // Sends raw frames (after the empty delimiter) and returns the reply's
   // frames; for tests and tools that speak the wire directly.

@@ -83,6 +83,10 @@ class Client:
     def health(self):
         return self.call(pb.Health(), pb.HealthReply)
 
+    def snapshot(self):
+        """What phasord knows of the committed placement (a Snapshot)."""
+        return self.call(pb.GetSnapshot(), pb.Snapshot)
+
 
 class ProfileSender:
     """Pushes ProfileUpdates to phasord's profile endpoint (no reply)."""

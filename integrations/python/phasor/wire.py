@@ -9,7 +9,8 @@ SUPPORTED_VERSIONS = (VERSION,)
 TYPES = {
     name.encode(): getattr(pb, name)
     for name in ("RankRequest", "RankReply", "CommitPlacement", "CommitReply", "GetOffset",
-                 "OffsetUpdate", "ProfileUpdate", "Health", "HealthReply", "Error")
+                 "OffsetUpdate", "ProfileUpdate", "Health", "HealthReply", "GetSnapshot", "Snapshot",
+                 "Error")
 }
 
 
