@@ -26,7 +26,15 @@ double Mean(const std::vector<double>& v) {
 }  // namespace
 
 const char* PhaseSourceName(PhaseSource source) {
-  return source == PhaseSource::kT0 ? "t0_epoch_us" : "assumed 0";
+  switch (source) {
+    case PhaseSource::kT0:
+      return "t0_epoch_us";
+    case PhaseSource::kCommitted:
+      return "phasord offset";
+    case PhaseSource::kAssumedZero:
+      break;
+  }
+  return "assumed 0";
 }
 
 std::vector<Arc> UpArcs(const JobOnLink& job, uint64_t circle_bins, uint32_t shift_bins,
@@ -34,10 +42,13 @@ std::vector<Arc> UpArcs(const JobOnLink& job, uint64_t circle_bins, uint32_t shi
   std::vector<Arc> arcs;
   const uint32_t b = job.bins();
   if (b == 0 || circle_bins == 0) return arcs;
-  const double level = std::max(0.0, up_threshold * job.peak_gbps);
+  const auto [lo, hi] = std::minmax_element(job.gbps.begin(), job.gbps.end());
+  // A flat pattern is Up everywhere when it carries traffic at all.
+  const bool flat = *hi - *lo <= 1e-9 * std::max(1.0, *hi);
+  const double level = *lo + up_threshold * (*hi - *lo);
   auto up = [&](uint64_t k) {
     const double d = job.gbps[(k + b - shift_bins % b) % b];
-    return d > 0 && d > level;
+    return flat ? d > 0 : d > level && d > 0;
   };
   for (uint64_t k = 0; k < circle_bins;) {
     if (!up(k)) {
@@ -116,16 +127,25 @@ absl::StatusOr<Diagnosis> DiagnoseValidated(const placer::RankRequest& request,
   out.cycle = ranked.cycle;
   out.exact = ranked.exact;
 
-  // The common epoch of the current phases: the earliest t0 of the placement's jobs.
+  // Each job's phase reference, and the common epoch: the earliest of them.
+  auto reference = [&](const placer::Job& job) -> std::optional<std::pair<PhaseSource, int64_t>> {
+    if (job.profile.t0_epoch_us) return std::pair{PhaseSource::kT0, *job.profile.t0_epoch_us};
+    auto it = options.committed_start_epoch_us.find(job.id);
+    if (it != options.committed_start_epoch_us.end())
+      return std::pair{PhaseSource::kCommitted, it->second};
+    return std::nullopt;
+  };
   for (const auto& [job, unused] : placement.links) {
-    const auto& t0 = jobs.at(job)->profile.t0_epoch_us;
-    if (t0) out.epoch_us = out.epoch_us ? std::min(*out.epoch_us, *t0) : *t0;
+    if (auto r = reference(*jobs.at(job))) {
+      out.epoch_us = out.epoch_us ? std::min(*out.epoch_us, r->second) : r->second;
+    }
   }
   auto current_us = [&](const placer::Job& job) -> std::pair<PhaseSource, uint32_t> {
-    if (!job.profile.t0_epoch_us || !out.epoch_us) return {PhaseSource::kAssumedZero, 0};
-    const int64_t t = *job.profile.t0_epoch_us - *out.epoch_us;
+    const auto r = reference(job);
+    if (!r || !out.epoch_us) return {PhaseSource::kAssumedZero, 0};
+    const int64_t t = r->second - *out.epoch_us;
     const int64_t period = job.profile.period_us;
-    return {PhaseSource::kT0, static_cast<uint32_t>(((t % period) + period) % period)};
+    return {r->first, static_cast<uint32_t>(((t % period) + period) % period)};
   };
 
   double current_sum = 0;

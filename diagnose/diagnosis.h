@@ -13,13 +13,15 @@
 //   - Each contended link's unified circle is rebuilt with
 //     placer::BuildUnifiedCircle() from the same demands (profile x share)
 //     and options, so it is the circle the ranker solved.
-//   - "Current" phases: when a job's profile has t0_epoch_us (an iteration
-//     start seen by a probe), its current shift is (t0_j - E) mod T_j, with E
-//     the smallest t0_epoch_us of the candidate's jobs (one epoch for all
-//     links). A job without t0_epoch_us is assumed to start at shift 0, i.e.
-//     every such job starts its iterations together (the worst case for
-//     identical jobs, and what the probes cannot tell apart).
-//     JobOnLink::phase_source says which applied.
+//   - "Current" phases: each job's phase reference r_j is, in order, its
+//     profile's t0_epoch_us (an iteration start seen by a probe), or the
+//     iteration start phasord gave it (DiagnoseOptions::committed_start_epoch_us,
+//     origin + shift of its offset). Its current shift is (r_j - E) mod T_j,
+//     with E the smallest r_j of the candidate's jobs (one epoch for all
+//     links). A job with neither is assumed to start at shift 0, i.e. every
+//     such job starts its iterations together (the worst case for identical
+//     jobs, and what the probes cannot tell apart). JobOnLink::phase_source
+//     says which applied.
 //   - Shifts (us) become circle bins as the ranker does: round(t / q) mod B_j.
 //   - Score: placer::LinkScore (SPEC 3.4); excess bytes per hour = the mean
 //     excess over capacity, (1 - score) x C Gbit/s, x 3600 s / 8 x 1e9.
@@ -29,6 +31,7 @@
 #define PHASOR_DIAGNOSE_DIAGNOSIS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,20 +44,27 @@ namespace phasor::diagnose {
 
 struct DiagnoseOptions {
   // A bin of a job's quantized pattern is part of an Up phase (drawn as an
-  // arc) when its demand exceeds this fraction of the job's peak on the link
-  // (and is above 0). Default 0.05.
-  double up_threshold = 0.05;
+  // arc) when its demand d exceeds min + up_threshold x (peak - min) of the
+  // job's pattern on the link (and d > 0): relative to the job's swing, so
+  // steady background traffic is not an Up phase. A flat pattern is Up
+  // everywhere (if not 0). In [0, 1); default 0.1.
+  double up_threshold = 0.1;
   // Limit the diagnosis to this link id (empty: every contended link).
   // NotFound when the link is not a contended link of the placement.
   std::string only_link;
+  // Job -> an iteration start phasord scheduled (offset origin + shift), the
+  // phase reference of a job whose profile has no t0_epoch_us. Default empty.
+  std::map<std::string, int64_t> committed_start_epoch_us;
 };
 
 // Where a job's current phase came from.
 enum class PhaseSource {
   kT0,          // the profile's t0_epoch_us
+  kCommitted,   // phasord's offset (DiagnoseOptions::committed_start_epoch_us)
   kAssumedZero  // no phase reference: shift 0 assumed
 };
-const char* PhaseSourceName(PhaseSource source);  // "t0_epoch_us" / "assumed 0"
+// "t0_epoch_us" / "phasord offset" / "assumed 0"
+const char* PhaseSourceName(PhaseSource source);
 
 // One job on one contended link.
 struct JobOnLink {
@@ -134,7 +144,7 @@ struct Diagnosis {
   std::vector<LinkDiagnosis> links;  // contended links, largest gain first
   std::vector<QuietLink> quiet_links;
   std::vector<JobSummary> jobs;  // request order
-  double up_threshold = 0.05;    // DiagnoseOptions::up_threshold (for UpArcs)
+  double up_threshold = 0.1;     // DiagnoseOptions::up_threshold (for UpArcs)
 
   double excess_bytes_per_hour_before() const;
   double excess_bytes_per_hour_after() const;

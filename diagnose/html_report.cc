@@ -163,9 +163,8 @@ std::string Page::ClusterTable() {
     for (const QuietLink& q : d_.quiet_links) {
       std::string jobs;
       for (const std::string& j : q.jobs) absl::StrAppend(&jobs, " ", Escape(j));
-      items.push_back(absl::StrCat("<span class=\"ql\">", Escape(q.id),
-                                   q.jobs.empty() ? "" : absl::StrCat(" (", jobs.substr(1), ")"),
-                                   "</span>"));
+      items.push_back(absl::StrCat("<span class=\"ql\">", Escape(q.id), "</span>",
+                                   q.jobs.empty() ? "" : absl::StrCat(" (", jobs.substr(1), ")")));
     }
     out += absl::StrJoin(items, ", ") + "</p>\n";
   }
@@ -197,8 +196,9 @@ std::string Page::JobTable() {
   out += "</table>\n";
   absl::StrAppendFormat(&out,
                         "<p class=\"note\">A job should start its iterations at epoch + shift + n "
-                        "&times; period. Phases now come from each profile's t0_epoch_us relative "
-                        "to the earliest one (%s); a job without it is assumed at shift 0.</p>\n",
+                        "&times; period. Phases now come from each profile's t0_epoch_us (else "
+                        "phasord's offset) relative to the earliest one (%s); a job with neither "
+                        "is assumed at shift 0.</p>\n",
                         d_.epoch_us ? absl::StrCat("epoch ", *d_.epoch_us, " us") : "none given");
   return out;
 }
@@ -515,7 +515,8 @@ std::string Page::Render(const HtmlOptions& options) {
   out += absl::StrFormat(
       "<p class=\"note\">How to read the pictures: each circle is one unified period of the link "
       "(12 o'clock = time 0, clockwise). Each ring is one job; its coloured arcs are the job's Up "
-      "phases (demand above %.0f%% of its peak on the link). The red outer ring marks where the "
+      "phases (demand above its minimum by more than %.0f%% of its swing to the peak). The red "
+      "outer ring marks where the "
       "link's load exceeds its capacity. Below, the jobs' demands are stacked over the same "
       "period; red is the excess above the dashed capacity line.</p>\n",
       d_.up_threshold * 100);

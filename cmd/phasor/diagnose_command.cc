@@ -6,12 +6,14 @@
 //   phasor diagnose --profiles FILE --placement FILE --topology FILE
 //   phasor diagnose --pcap FILE | --counters DIR | --switch-csv FILE...
 //                   --placement FILE --topology FILE
+//   phasor diagnose --phasord ENDPOINT [--timeout-ms N] [--curve-* FILE]
 //
 // Output: the table on stdout (or --format json), and with --html FILE the
 // self-contained HTML report. Bad input: one line on stderr naming the file
 // and field, exit 2, nothing on stdout and no HTML file written.
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -20,7 +22,10 @@
 #include "diagnose/diagnosis.h"
 #include "diagnose/inputs.h"
 #include "diagnose/report.h"
+#include "integrations/client/client.h"
 #include "placer/rank_json.h"
+#include "protocol/convert.h"
+#include "protocol/curve_keys.h"
 
 namespace phasor::cmd {
 namespace {
@@ -32,12 +37,17 @@ struct DiagnoseFlags {
   std::string placement;
   std::string topology;
   ProfileSourceFlags measure;
+  std::string phasord;
+  int timeout_ms = 5000;
+  std::string curve_server_public;
+  std::string curve_client_public;
+  std::string curve_client_secret;
   std::string format = "table";
   bool detail = false;
   int width = 72;
   std::string html;
   std::string link;
-  double up_threshold = 0.05;
+  double up_threshold = 0.1;
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -58,21 +68,80 @@ void OkOrFail(const absl::Status& s) {
   if (!s.ok()) ValueOrFail(absl::StatusOr<int>(s));
 }
 
-// The placement (and its profiles) as a request with one candidate, and a
-// description of where it came from.
-std::pair<placer::RankRequest, std::string> LoadRequest(const DiagnoseFlags& f) {
-  const int inputs = !f.rank_input.empty() + !f.profiles.empty() + f.measure.any();
+// The placement (and its profiles) as a request with one candidate, where it
+// came from, and phasord's scheduled iteration starts (phase references).
+struct Loaded {
+  placer::RankRequest request;
+  std::string source;
+  std::map<std::string, int64_t> committed_start_epoch_us;
+};
+
+// The committed placement of a running phasord.
+Loaded FromPhasord(const DiagnoseFlags& f) {
+  client::ClientOptions o;
+  o.endpoint = f.phasord;
+  o.timeout_ms = f.timeout_ms;
+  const int keys = !f.curve_server_public.empty() + !f.curve_client_public.empty() +
+                   !f.curve_client_secret.empty();
+  if (keys != 0 && keys != 3) {
+    Fail(kExitBadInput,
+         "--curve-server-public, --curve-client-public, --curve-client-secret: give all three "
+         "or none");
+  }
+  if (keys == 3) {
+    o.curve = client::CurveClientKeys{ValueOrFail(protocol::ReadKeyFile(f.curve_server_public)),
+                                      ValueOrFail(protocol::ReadKeyFile(f.curve_client_public)),
+                                      ValueOrFail(protocol::ReadKeyFile(f.curve_client_secret))};
+  }
+  std::unique_ptr<client::Client> c = ValueOrFail(client::Client::Connect(o));
+  absl::StatusOr<v1::Snapshot> snapshot = c->GetSnapshot();
+  if (!snapshot.ok()) Fail(kExitFailure, std::string(snapshot.status().message()));
+  const std::string where = "phasord at " + f.phasord;
+  if (!snapshot->jobs_without_profile().empty()) {
+    Fail(kExitFailure,
+         where + ": no profile known for job '" + snapshot->jobs_without_profile(0) +
+             "' (no ProfileUpdate, and no RankRequest gave one since phasord started)");
+  }
+  if (!snapshot->links_without_capacity().empty()) {
+    Fail(kExitFailure,
+         where + ": no capacity known for link '" + snapshot->links_without_capacity(0) +
+             "' (phasord has no topology_path, and no RankRequest named the link since "
+             "it started)");
+  }
+  if (snapshot->placement().jobs().empty()) Fail(kExitFailure, where + ": no placement committed");
+  Loaded out;
+  absl::StatusOr<placer::RankRequest> request = protocol::FromProto(snapshot->placement());
+  if (!request.ok()) Fail(kExitFailure, where + ": " + std::string(request.status().message()));
+  // Shares of routed placements may exceed 1 (several ring hops on a link):
+  // check everything but the candidate.
+  placer::RankRequest checked = *request;
+  checked.candidates.clear();
+  if (absl::Status s = placer::ValidateRankRequest(checked); !s.ok()) {
+    Fail(kExitFailure, where + ": snapshot: " + std::string(s.message()));
+  }
+  out.request = *std::move(request);
+  for (const v1::OffsetUpdate& u : snapshot->offsets()) {
+    out.committed_start_epoch_us[u.job()] = u.origin_epoch_us() + u.shift_us();
+  }
+  out.source = where;
+  return out;
+}
+
+Loaded LoadRequest(const DiagnoseFlags& f) {
+  const int inputs =
+      !f.rank_input.empty() + !f.profiles.empty() + f.measure.any() + !f.phasord.empty();
   if (inputs != 1) {
     Fail(kExitBadInput,
-         "give exactly one input: --rank-input, --profiles, or one of --pcap, --counters, "
-         "--switch-csv");
+         "give exactly one input: --rank-input, --profiles, --phasord, or one of --pcap, "
+         "--counters, --switch-csv");
   }
+  if (!f.phasord.empty()) return FromPhasord(f);
   if (!f.rank_input.empty()) {
     placer::RankRequest request =
         ValueOrFail(placer::ParseRankRequest(ReadInputOrFail("diagnose", f.rank_input)));
     // Name the file in errors about its content.
     if (!f.topology.empty()) OkOrFail(diagnose::RoutePlacement(f.topology, request));
-    return {std::move(request), "rank input " + f.rank_input};
+    return {std::move(request), "rank input " + f.rank_input, {}};
   }
   if (f.placement.empty()) Fail(kExitBadInput, "--placement: required with measured profiles");
   if (f.topology.empty()) Fail(kExitBadInput, "--topology: required with measured profiles");
@@ -98,21 +167,23 @@ std::pair<placer::RankRequest, std::string> LoadRequest(const DiagnoseFlags& f) 
       ValueOrFail(diagnose::RequestFromProfiles(lines, profiles_name, placement, f.placement));
   OkOrFail(diagnose::RoutePlacement(f.topology, request));
   return {std::move(request),
-          "profiles " + profiles_name + ", placement " + f.placement + ", topology " + f.topology};
+          "profiles " + profiles_name + ", placement " + f.placement + ", topology " + f.topology,
+          {}};
 }
 
 void RunDiagnose(const DiagnoseFlags& f) {
   if (f.format != "table" && f.format != "json") {
     Fail(kExitBadInput, "--format: must be table or json, got '" + f.format + "'");
   }
-  auto [request, source] = LoadRequest(f);
+  Loaded loaded = LoadRequest(f);
   diagnose::DiagnoseOptions options;
   options.up_threshold = f.up_threshold;
   options.only_link = f.link;
+  options.committed_start_epoch_us = std::move(loaded.committed_start_epoch_us);
   // Routed requests may carry shares above 1 (several ring hops on one link);
   // the inputs were validated before routing.
   const diagnose::Diagnosis diagnosis =
-      ValueOrFail(diagnose::DiagnoseValidated(request, f.candidate, options));
+      ValueOrFail(diagnose::DiagnoseValidated(loaded.request, f.candidate, options));
 
   // Everything is rendered before anything is written.
   std::string out;
@@ -123,7 +194,7 @@ void RunDiagnose(const DiagnoseFlags& f) {
   }
   if (!f.html.empty()) {
     diagnose::HtmlOptions html;
-    html.source = source;
+    html.source = loaded.source;
     const std::string page = diagnose::RenderHtml(diagnosis, html);
     std::ofstream file(f.html, std::ios::binary | std::ios::trunc);
     if (!(file << page) || !file.flush())
@@ -154,6 +225,18 @@ void AddDiagnoseCommand(CLI::App& app) {
   cmd->add_option("--topology", flags->topology,
                   "topology YAML (docs/topology.md) routing the placement's servers to links");
   AddProfileSourceOptions(cmd, flags->measure);
+  cmd->add_option("--phasord", flags->phasord,
+                  "a running phasord's request endpoint (e.g. tcp://127.0.0.1:7410): diagnose "
+                  "its committed placement with the profiles it holds");
+  cmd->add_option("--timeout-ms", flags->timeout_ms, "--phasord: how long to wait for the reply")
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
+  cmd->add_option("--curve-server-public", flags->curve_server_public,
+                  "--phasord over CURVE: phasord's public key file");
+  cmd->add_option("--curve-client-public", flags->curve_client_public,
+                  "--phasord over CURVE: this client's public key file (on phasord's allow-list)");
+  cmd->add_option("--curve-client-secret", flags->curve_client_secret,
+                  "--phasord over CURVE: this client's secret key file");
   cmd->add_option("--format", flags->format, "table (for people) or json (every number)")
       ->capture_default_str();
   cmd->add_flag("--detail", flags->detail,
@@ -164,7 +247,8 @@ void AddDiagnoseCommand(CLI::App& app) {
   cmd->add_option("--html", flags->html, "also write the self-contained HTML report to FILE");
   cmd->add_option("--link", flags->link, "diagnose this contended link only");
   cmd->add_option("--up-threshold", flags->up_threshold,
-                  "a bin is drawn as Up when its demand exceeds this fraction of the job's peak")
+                  "a bin is drawn as Up when its demand exceeds the job's minimum by this fraction "
+                  "of its swing (peak - minimum)")
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
   cmd->callback([flags] { RunDiagnose(*flags); });

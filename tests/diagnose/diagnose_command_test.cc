@@ -12,8 +12,10 @@
 #include "diagnose/report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integrations/client/client.h"
 #include "nlohmann/json.hpp"
 #include "placer/rank_json.h"
+#include "tests/daemon/daemon_harness.h"
 #include "tests/probe/synthetic_pcap.h"
 #include "tests/testing/subprocess.h"
 
@@ -207,6 +209,69 @@ TEST_F(DiagnoseCommandTest, RdmaCounterSnapshotsDirectly) {
   EXPECT_GE(j["achievable_score"].get<double>(), j["current_score"].get<double>());
 }
 
+// A running phasord (in-process, ipc://) with a committed placement: the
+// diagnosis through `--phasord` is the library's on the same placement, with
+// the jobs' current phases at their committed offsets.
+TEST_F(DiagnoseCommandTest, RunningPhasord) {
+  testing::DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  client::ClientOptions o;
+  o.endpoint = h.options().request_endpoint;
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  placer::RankRequest request = testing::SampleRankRequest();
+  auto ranked = (*c)->Rank(request);
+  ASSERT_TRUE(ranked.ok()) << ranked.status();
+  auto commit = (*c)->Commit(ranked->ranking_id, "c1");
+  ASSERT_TRUE(commit.ok()) << commit.status();
+
+  const std::string html = (dir_ / "phasord.html").string();
+  const auto r =
+      RunCommand(kPhasor + " diagnose --format json --phasord " + o.endpoint + " --html " + html);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+
+  placer::RankRequest expected = request;
+  expected.candidates = {request.candidates[1]};
+  expected.candidates[0].id = "committed";
+  diagnose::DiagnoseOptions options;
+  for (const v1::OffsetUpdate& u : commit->offsets()) {
+    options.committed_start_epoch_us[u.job()] = u.origin_epoch_us() + u.shift_us();
+  }
+  auto d = diagnose::Diagnose(expected, "", options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            nlohmann::json::parse(diagnose::DiagnosisToJson(*d).dump()));
+  // The jobs run at phasord's shifts: nothing left to gain.
+  ASSERT_EQ(d->links.size(), 2u);
+  for (const diagnose::LinkDiagnosis& l : d->links) {
+    EXPECT_NEAR(l.gain(), 0.0, 1e-12) << l.id;
+    for (const diagnose::JobOnLink& j : l.jobs) {
+      EXPECT_EQ(j.phase_source, diagnose::PhaseSource::kCommitted);
+    }
+  }
+  EXPECT_THAT(testing::ReadFileOrEmpty(html), HasSubstr("from phasord at " + o.endpoint));
+}
+
+TEST_F(DiagnoseCommandTest, UnreachablePhasordTimesOut) {
+  const std::string endpoint = "ipc://" + (dir_ / "no-phasord").string();
+  const auto r = RunCommand(kPhasor + " diagnose --phasord " + endpoint + " --timeout-ms 200");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "phasor diagnose: phasord at " + endpoint +
+                       ": no reply to GetSnapshot within 200 ms\n");
+}
+
+TEST_F(DiagnoseCommandTest, PhasordWithoutPlacement) {
+  testing::DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  const std::string endpoint = h.options().request_endpoint;
+  const auto r = RunCommand(kPhasor + " diagnose --phasord " + endpoint);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "phasor diagnose: phasord at " + endpoint + ": no placement committed\n");
+}
+
 struct BadInput {
   const char* name;
   const char* args;  // {dir} is the test's temp dir, {ex} the example
@@ -252,11 +317,11 @@ INSTANTIATE_TEST_SUITE_P(
     All, DiagnoseCommandBadInputTest,
     ::testing::Values(
         BadInput{"NoInput", "",
-                 "give exactly one input: --rank-input, --profiles, or one of --pcap, --counters, "
-                 "--switch-csv"},
+                 "give exactly one input: --rank-input, --profiles, --phasord, or one of --pcap, "
+                 "--counters, --switch-csv"},
         BadInput{"TwoInputs", "--rank-input {ex} --profiles {dir}/profiles.jsonl",
-                 "give exactly one input: --rank-input, --profiles, or one of --pcap, --counters, "
-                 "--switch-csv"},
+                 "give exactly one input: --rank-input, --profiles, --phasord, or one of --pcap, "
+                 "--counters, --switch-csv"},
         BadInput{"MissingFile", "--rank-input {dir}/none.json", "cannot read '{dir}/none.json'"},
         BadInput{"MalformedJson", "--rank-input {dir}/bad.json",
                  "input: malformed JSON ([json.exception.parse_error.101] parse error at line 1, "
@@ -292,7 +357,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"PcapMissing",
                  "--pcap {dir}/none.pcap --placement {dir}/placement.json --topology "
                  "{dir}/fabric.yaml",
-                 "pcap file '{dir}/none.pcap': No such file or directory"}),
+                 "pcap file '{dir}/none.pcap': No such file or directory"},
+        BadInput{"PartialCurveKeys", "--phasord ipc://{dir}/x --curve-server-public {dir}/k",
+                 "--curve-server-public, --curve-client-public, --curve-client-secret: give all "
+                 "three or none"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

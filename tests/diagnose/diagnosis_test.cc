@@ -150,7 +150,7 @@ TEST(DiagnosisTest, CurrentPhasesComeFromT0) {
 
 TEST(DiagnosisTest, UpArcsFollowTheShiftAroundTheCircle) {
   JobOnLink j;
-  j.gbps = {0, 10, 10, 0.2};  // Up in pattern bins 1 and 2 (0.2 is below 5% of the peak)
+  j.gbps = {0, 10, 10, 0.2};  // Up in pattern bins 1 and 2 (0.2 is below 5% of the swing)
   j.peak_gbps = 10;
   auto pairs = [](const std::vector<Arc>& arcs) {
     std::vector<std::pair<uint64_t, uint64_t>> out;
@@ -163,8 +163,15 @@ TEST(DiagnosisTest, UpArcsFollowTheShiftAroundTheCircle) {
   EXPECT_THAT(pairs(UpArcs(j, 8, 3, 0.05)), ElementsAre(P{0, 2}, P{4, 6}));
   // An arc across bin 0 is split in two.
   EXPECT_THAT(pairs(UpArcs(j, 8, 2, 0.05)), ElementsAre(P{0, 1}, P{3, 5}, P{7, 8}));
-  // Threshold 0: any demand is Up.
+  // Threshold 0: any demand above the minimum is Up.
   EXPECT_THAT(pairs(UpArcs(j, 4, 0, 0.0)), ElementsAre(P{1, 4}));
+  // Steady background traffic is not an Up phase; a flat pattern is Up throughout.
+  j.gbps = {2, 12, 12, 2.5};
+  EXPECT_THAT(pairs(UpArcs(j, 4, 0, 0.1)), ElementsAre(P{1, 3}));
+  j.gbps = {5, 5, 5, 5};
+  EXPECT_THAT(pairs(UpArcs(j, 4, 1, 0.1)), ElementsAre(P{0, 4}));
+  j.gbps = {0, 0, 0, 0};
+  EXPECT_TRUE(UpArcs(j, 4, 0, 0.1).empty());
 }
 
 TEST(DiagnosisTest, OnlyLinkAndErrors) {

@@ -113,6 +113,22 @@ TEST(HtmlReportTest, EscapesIds) {
   EXPECT_THAT(html, HasSubstr("a&quot;b"));
 }
 
+TEST(HtmlReportTest, ListsLinksAndJobsWithoutContentionToo) {
+  placer::RankRequest r;
+  r.links = {{"shared", 10.0}, {"spare", 40.0}, {"idle", 40.0}};
+  placer::TrafficProfile p{4000, 1000, {8, 8, 0, 0}, std::nullopt, std::nullopt};
+  r.jobs = {{"a", p, std::nullopt}, {"b", p, std::nullopt}, {"alone", p, std::nullopt}};
+  r.candidates = {
+      {"c", {{"a", {{"shared", 1.0}}}, {"b", {{"shared", 1.0}}}, {"alone", {{"spare", 1.0}}}}, {}}};
+  auto d = Diagnose(r, "");
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string html = RenderHtml(*d);
+  for (const char* id : {"shared", "spare", "idle", "a", "b", "alone"}) {
+    EXPECT_THAT(html, HasSubstr(absl::StrCat(">", id, "<"))) << id;
+  }
+  EXPECT_THAT(html, HasSubstr("<span class=\"ql\">spare</span> (alone)"));
+}
+
 TEST(TableReportTest, ListsLinksByGainAndTheShifts) {
   auto d = Diagnose(Example(), "");
   ASSERT_TRUE(d.ok());
