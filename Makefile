@@ -29,7 +29,7 @@ bench: build
 	@bash bench/run.sh $(BUILD)
 
 format:
-	find placer topology probe protocol integrations cmd tests bench sim -name '*.h' -o -name '*.cc' 2>/dev/null | xargs -r clang-format -i
+	find placer topology probe protocol integrations cmd tests bench sim diagnose -name '*.h' -o -name '*.cc' 2>/dev/null | xargs -r clang-format -i
 
 clean:
 	rm -rf $(BUILD)
