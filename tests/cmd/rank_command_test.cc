@@ -1,6 +1,7 @@
 // End-to-end tests of `phasor rank` (the executable, as a user runs it).
 #include <algorithm>
 #include <fstream>
+#include <ostream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -56,6 +57,8 @@ struct BadInput {
   const char* text;
   const char* field;
 };
+// gtest shows a case by its name, not its bytes.
+void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
 
 class RankCommandBadInputTest : public ::testing::TestWithParam<BadInput> {};
 

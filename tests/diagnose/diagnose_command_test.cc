@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 
 #include "diagnose/diagnosis.h"
 #include "diagnose/report.h"
@@ -277,6 +278,8 @@ struct BadInput {
   const char* args;  // {dir} is the test's temp dir, {ex} the example
   const char* stderr_line;
 };
+// gtest shows a case by its name, not its bytes.
+void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
 
 class DiagnoseCommandBadInputTest : public DiagnoseCommandTest,
                                     public ::testing::WithParamInterface<BadInput> {};

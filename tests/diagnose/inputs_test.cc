@@ -37,6 +37,8 @@ struct BadLines {
   const char* text;
   const char* message;
 };
+// gtest shows a case by its text, not its bytes.
+void PrintTo(const BadLines& c, std::ostream* os) { *os << c.text; }
 
 class ProfileLinesBadInputTest : public ::testing::TestWithParam<BadLines> {};
 
@@ -91,6 +93,7 @@ struct BadPlacement {
   const char* text;
   const char* message;
 };
+void PrintTo(const BadPlacement& c, std::ostream* os) { *os << c.text; }
 
 class PlacementBadInputTest : public ::testing::TestWithParam<BadPlacement> {};
 

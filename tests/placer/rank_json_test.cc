@@ -93,6 +93,8 @@ struct BadJson {
   const char* patch;  // merged into a valid request (JSON merge patch), or raw text when not JSON
   const char* message_start;
 };
+// gtest shows a case by its name, not its bytes.
+void PrintTo(const BadJson& c, std::ostream* os) { *os << c.name; }
 
 class RankJsonBadTest : public ::testing::TestWithParam<BadJson> {};
 

@@ -1,6 +1,7 @@
 #include "placer/traffic_profile.h"
 
 #include <numeric>
+#include <ostream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -116,6 +117,8 @@ struct BadProfile {
   TrafficProfile profile;
   const char* field;
 };
+// gtest shows a case by its name, not its bytes.
+void PrintTo(const BadProfile& c, std::ostream* os) { *os << c.name; }
 
 class ValidateProfileBadTest : public ::testing::TestWithParam<BadProfile> {};
 
