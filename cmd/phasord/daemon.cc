@@ -266,6 +266,13 @@ absl::Status Daemon::Impl::Start() {
     v1::ProfileUpdate update;
     if (p.kind == v1::ProfileUpdate::JOB && update.ParseFromString(p.update)) job_profiles_[p.subject] = update;
   }
+  absl::StatusOr<CommittedInputs> committed = store_->LoadCommittedInputs();
+  if (!committed.ok()) return committed.status();
+  for (const auto& [job, bytes] : committed->profiles) {
+    v1::TrafficProfile profile;
+    if (profile.ParseFromString(bytes)) request_profiles_[job] = protocol::FromProto(profile);
+  }
+  link_capacity_gbps_ = committed->capacities_gbps;
 
   if (!options_.topology_path.empty()) {
     absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(options_.topology_path);
@@ -491,17 +498,18 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
   for (int j = 0; j < req.jobs_size(); ++j) {
     if (req.jobs(j).has_profile()) request_profiles_[request->jobs[j].id] = request->jobs[j].profile;
   }
-  // The candidates as ranked: server-form ones routed to link shares, so that
-  // a commit records the links each job loads.
-  v1::RankRequest candidates_only;
-  *candidates_only.mutable_candidates() = protocol::ToProto(*request).candidates();
+  // The request as ranked (options aside): server-form candidates routed to
+  // link shares, so that a commit records the links each job loads, and the
+  // jobs' profiles and links' capacities, which a commit keeps.
+  v1::RankRequest as_ranked = protocol::ToProto(*request);
+  as_ranked.clear_options();
   SolveTask task;
   task.routing = routing;
   task.request_id = id;
   task.ranking_id = next_ranking_id_++;
   task.request = *std::move(request);
   task.unrouted = std::move(unrouted);
-  task.candidates = candidates_only.SerializeAsString();
+  task.candidates = as_ranked.SerializeAsString();
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     tasks_.push_back(std::move(task));
@@ -610,7 +618,22 @@ void Daemon::Impl::OnCommit(const std::vector<std::string>& routing, const proto
     placements.push_back({s.job(), req.candidate(), req.ranking_id(), links, now});
   }
   for (const v1::LinkResult& l : chosen->links()) samples.push_back({l.id(), now, l.score(), 1 - l.score(), "commit"});
-  if (absl::Status s = store_->Commit(placements, offsets, samples); !s.ok()) {
+  // The committed jobs' profiles and links' capacities as the request gave
+  // them (rankings stored before they were kept have none).
+  CommittedInputs inputs;
+  for (const v1::Job& job : candidates.jobs()) {
+    for (const v1::JobShift& s : chosen->shifts()) {
+      if (s.job() == job.id() && job.has_profile()) inputs.profiles[job.id()] = job.profile().SerializeAsString();
+    }
+  }
+  if (shares != nullptr) {
+    for (const v1::Link& link : candidates.links()) {
+      for (const auto& [job, job_shares] : shares->links()) {
+        if (job_shares.shares().contains(link.id())) inputs.capacities_gbps[link.id()] = link.capacity_gbps();
+      }
+    }
+  }
+  if (absl::Status s = store_->Commit(placements, offsets, samples, inputs); !s.ok()) {
     spdlog::error("phasord: commit of '{}' failed: {}", req.candidate(), std::string(s.message()));
     return ReplyError(routing, env.type, protocol::MakeError(v1::Error::INTERNAL, std::string(s.message()), id));
   }

@@ -55,6 +55,8 @@ CREATE TABLE IF NOT EXISTS link_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, li
                                         at_epoch_us INTEGER NOT NULL, score REAL NOT NULL,
                                         excess REAL NOT NULL, source TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS link_scores_by_link ON link_scores (link, id);
+CREATE TABLE IF NOT EXISTS committed_profiles (job TEXT PRIMARY KEY, profile BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS committed_links (link TEXT PRIMARY KEY, capacity_gbps REAL NOT NULL);
 )sql";
 
 }  // namespace
@@ -151,7 +153,8 @@ absl::StatusOr<uint64_t> StateStore::MaxRankingId() {
 
 absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
                                 const std::vector<StoredOffset>& offsets,
-                                const std::vector<LinkScoreSample>& samples) {
+                                const std::vector<LinkScoreSample>& samples,
+                                const CommittedInputs& inputs) {
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   auto fail = [&](const std::string& what) {
     absl::Status s = Error(what);
@@ -189,7 +192,32 @@ absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
     put.Bind(5, s.source);
     if (put.Step() != SQLITE_DONE) return fail("store link score");
   }
+  for (const auto& [job, profile] : inputs.profiles) {
+    Statement put(db_, "INSERT OR REPLACE INTO committed_profiles (job, profile) VALUES (?,?)");
+    put.Bind(1, job);
+    put.BindBlob(2, profile);
+    if (put.Step() != SQLITE_DONE) return fail("store committed profile");
+  }
+  for (const auto& [link, capacity] : inputs.capacities_gbps) {
+    Statement put(db_, "INSERT OR REPLACE INTO committed_links (link, capacity_gbps) VALUES (?,?)");
+    put.Bind(1, link);
+    put.Bind(2, capacity);
+    if (put.Step() != SQLITE_DONE) return fail("store committed link");
+  }
   return Exec("COMMIT");
+}
+
+absl::StatusOr<CommittedInputs> StateStore::LoadCommittedInputs() {
+  CommittedInputs out;
+  {
+    Statement get(db_, "SELECT job, profile FROM committed_profiles");
+    if (!get.ok()) return Error("prepare");
+    while (get.Step() == SQLITE_ROW) out.profiles[get.Text(0)] = get.Text(1);
+  }
+  Statement get(db_, "SELECT link, capacity_gbps FROM committed_links");
+  if (!get.ok()) return Error("prepare");
+  while (get.Step() == SQLITE_ROW) out.capacities_gbps[get.Text(0)] = get.Double(1);
+  return out;
 }
 
 absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets() {

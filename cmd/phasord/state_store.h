@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,7 +42,7 @@ struct StoredRanking {
   uint64_t id = 0;
   int64_t created_epoch_us = 0;
   std::string reply;       // serialized phasor.v1.RankReply
-  std::string candidates;  // serialized phasor.v1.RankRequest holding only the candidates
+  std::string candidates;  // serialized phasor.v1.RankRequest as ranked: links, jobs, candidates
 };
 
 struct StoredProfile {
@@ -57,6 +58,14 @@ struct LinkScoreSample {
   double score = 1;
   double excess = 0;   // 1 - score: mean excess over capacity, as a fraction of it
   std::string source;  // "commit" (predicted) or "probe" (observed)
+};
+
+// What the RankRequest of a committed placement said about its jobs and links
+// (profile and capacity), kept so that a restarted phasord still knows them
+// (GetSnapshot) when no probe or topology file tells it.
+struct CommittedInputs {
+  std::map<std::string, std::string> profiles;  // job -> serialized phasor.v1.TrafficProfile
+  std::map<std::string, double> capacities_gbps;  // link -> capacity
 };
 
 class StateStore {
@@ -77,11 +86,16 @@ class StateStore {
   absl::StatusOr<StoredRanking> GetRanking(uint64_t id);
   absl::StatusOr<uint64_t> MaxRankingId();
 
-  // One transaction: placements and offsets replace the jobs' previous ones;
-  // samples are appended.
+  // One transaction: placements, offsets and inputs replace the jobs' (and
+  // links') previous ones; samples are appended.
   absl::Status Commit(const std::vector<StoredPlacement>& placements,
                       const std::vector<StoredOffset>& offsets,
-                      const std::vector<LinkScoreSample>& samples);
+                      const std::vector<LinkScoreSample>& samples,
+                      const CommittedInputs& inputs = {});
+
+  // The profiles and capacities of every commit so far, the latest per job
+  // and link.
+  absl::StatusOr<CommittedInputs> LoadCommittedInputs();
 
   absl::StatusOr<std::vector<StoredOffset>> LoadOffsets();
   absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements();

@@ -150,6 +150,31 @@ TEST_F(RestartTest, KillNineKeepsStateAndRepublishes) {
   EXPECT_EQ(p.Kill(SIGTERM), 0);  // a clean stop exits 0
 }
 
+TEST_F(RestartTest, SnapshotAfterKillNineKeepsProfilesAndCapacities) {
+  // No topology file and no probe: only the committing RankRequest gave the
+  // jobs' profiles and the links' capacities. A restart must not forget them.
+  PhasordProcess p(dir_);
+  ASSERT_TRUE(p.Start());
+  auto c = Connect(p);
+  absl::StatusOr<client::RankResult> ranked = c->Rank(::phasor::testing::SampleRankRequest());
+  ASSERT_TRUE(ranked.ok()) << ranked.status().message();
+  ASSERT_TRUE(c->Commit(ranked->ranking_id, ranked->reply.ranked(0).candidate()).ok());
+  absl::StatusOr<v1::Snapshot> before = c->GetSnapshot();
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  ASSERT_EQ(before->placement().jobs_size(), 3);
+  ASSERT_EQ(before->placement().links_size(), 2);
+
+  ASSERT_TRUE(WIFSIGNALED(p.Kill(SIGKILL)));
+  ASSERT_TRUE(p.Start());
+  c = Connect(p);
+  absl::StatusOr<v1::Snapshot> after = c->GetSnapshot();
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  EXPECT_TRUE(after->jobs_without_profile().empty());
+  EXPECT_TRUE(after->links_without_capacity().empty());
+  EXPECT_EQ(after->placement().SerializeAsString(), before->placement().SerializeAsString());
+  EXPECT_EQ(after->offsets_size(), before->offsets_size());
+}
+
 TEST_F(RestartTest, KilledMidStreamLosesNothingAcknowledged) {
   PhasordProcess p(dir_);
   ASSERT_TRUE(p.Start());

@@ -62,6 +62,25 @@ TEST_F(StateStoreTest, EverythingSurvivesReopening) {
   EXPECT_EQ(history[1].score, 0.75);
 }
 
+TEST_F(StateStoreTest, CommittedInputsSurviveReopeningLatestWins) {
+  {
+    auto s = Open();
+    CommittedInputs first;
+    first.profiles = {{"a", std::string("prof\0a", 6)}, {"b", "prof-b"}};
+    first.capacities_gbps = {{"tor1-up", 50.0}};
+    ASSERT_TRUE(s->Commit({}, {}, {}, first).ok());
+    CommittedInputs second;
+    second.profiles = {{"a", "prof-a2"}};
+    second.capacities_gbps = {{"tor1-up", 100.0}, {"tor2-up", 25.0}};
+    ASSERT_TRUE(s->Commit({}, {}, {}, second).ok());
+  }
+  absl::StatusOr<CommittedInputs> got = Open()->LoadCommittedInputs();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->profiles, (std::map<std::string, std::string>{{"a", "prof-a2"}, {"b", "prof-b"}}));
+  EXPECT_EQ(got->capacities_gbps,
+            (std::map<std::string, double>{{"tor1-up", 100.0}, {"tor2-up", 25.0}}));
+}
+
 TEST_F(StateStoreTest, OldRankingsArePruned) {
   auto s = Open();
   for (uint64_t id = 1; id <= 5; ++id) ASSERT_TRUE(s->PutRanking({id, 0, "r", "c"}, 2).ok());
