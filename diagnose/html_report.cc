@@ -54,15 +54,6 @@ std::string Escape(std::string_view s) {
   return out;
 }
 
-std::string Bytes(double bytes) {
-  static const char* kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 5) {
-    bytes /= 1000;
-    ++u;
-  }
-  return absl::StrFormat(u == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[u]);
-}
 
 std::string Ms(double us) {
   return us >= 100000 ? absl::StrFormat("%.0f ms", us / 1000.0)
@@ -119,8 +110,8 @@ std::string Page::Summary() {
                         "<div class=\"card\"><b>Excess over capacity</b><div class=\"big\">%s/h "
                         "&rarr; %s/h</div><small>bytes per hour the links' demand exceeds their "
                         "capacity</small></div>",
-                        Bytes(d_.excess_bytes_per_hour_before()),
-                        Bytes(d_.excess_bytes_per_hour_after()));
+                        FormatBytes(d_.excess_bytes_per_hour_before()),
+                        FormatBytes(d_.excess_bytes_per_hour_after()));
   absl::StrAppendFormat(
       &out,
       "<div class=\"card\"><b>Solution</b><div class=\"big\">%s</div><small>%s; %d jobs, "
@@ -153,7 +144,7 @@ std::string Page::ClusterTable() {
         "</span>%+.4f</td><td>%s</td><td>%s</td></tr>\n",
         static_cast<int>(i + 1), static_cast<int>(i), Escape(l.id), Num(l.capacity_gbps), jobs,
         ScoreBadge(l.current_score), ScoreBadge(l.achievable_score), bar, l.gain(),
-        Bytes(l.excess_bytes_per_hour_before), Bytes(l.excess_bytes_per_hour_after));
+        FormatBytes(l.excess_bytes_per_hour_before), FormatBytes(l.excess_bytes_per_hour_after));
   }
   if (d_.links.empty()) out += "<tr><td colspan=\"9\">No two jobs share a link.</td></tr>\n";
   out += "</table>\n";
@@ -430,7 +421,7 @@ std::string Page::LinkSection(size_t index, const LinkDiagnosis& l) {
       l.optimal_score > l.achievable_score + 1e-9
           ? absl::StrFormat("; this link alone could reach %.4f", l.optimal_score)
           : "",
-      Bytes(l.excess_bytes_per_hour_before), Bytes(l.excess_bytes_per_hour_after));
+      FormatBytes(l.excess_bytes_per_hour_before), FormatBytes(l.excess_bytes_per_hour_after));
   // Legend with each job's numbers.
   out +=
       "<table class=\"legend\"><tr><th>job</th><th>share</th><th>period</th><th>on circle</th>"
@@ -456,7 +447,7 @@ std::string Page::LinkSection(size_t index, const LinkDiagnosis& l) {
         "&middot; shifts%s</p><div class=\"figs\">%s</div>%s</div>",
         after ? "after" : "before", after ? "With phasor's shifts" : "Now",
         ScoreBadge(after ? l.achievable_score : l.current_score),
-        Bytes(after ? l.excess_bytes_per_hour_after : l.excess_bytes_per_hour_before), shifts,
+        FormatBytes(after ? l.excess_bytes_per_hour_after : l.excess_bytes_per_hour_before), shifts,
         CircleSvg(l, after), LoadSvg(l, after));
   }
   out += "</div>\n</section>\n";

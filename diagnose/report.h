@@ -7,6 +7,7 @@
 #define PHASOR_DIAGNOSE_REPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "diagnose/diagnosis.h"
 #include "nlohmann/json.hpp"
@@ -41,6 +42,16 @@ struct HtmlOptions {
 // (one ring per job, Up phases as arcs) and the load over one unified period
 // against capacity with the excess shaded.
 std::string RenderHtml(const Diagnosis& diagnosis, const HtmlOptions& options = {});
+
+// Pieces the renderers share (and `phasor rank --format table`):
+
+// "12.3 GB": bytes with a decimal (SI) unit.
+std::string FormatBytes(double bytes);
+
+// One row of `width` cells drawing `values` (one per circle bin) averaged per
+// cell: ' ' idle, then ░▒▓█ by fraction of `full`; '!' where some bin of the
+// cell exceeds `limit`.
+std::string ShadedRow(const std::vector<double>& values, double full, double limit, int width);
 
 }  // namespace phasor::diagnose
 

@@ -11,43 +11,7 @@
 namespace phasor::diagnose {
 namespace {
 
-// "12.3 GB" style: bytes with a decimal (SI) unit.
-std::string Bytes(double bytes) {
-  static const char* kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 5) {
-    bytes /= 1000;
-    ++u;
-  }
-  return absl::StrFormat(u == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[u]);
-}
-
 std::string Ms(double us) { return absl::StrFormat("%.1f ms", us / 1000.0); }
-
-// One row of `width` cells drawing `values` averaged per cell: ' ' idle, then
-// ░▒▓█ by fraction of `full`; '!' where some bin of the cell exceeds `limit`.
-std::string Bar(const std::vector<double>& values, double full, double limit, int width) {
-  static const char* kShades[] = {" ", "░", "▒", "▓", "█"};
-  std::string out;
-  const size_t n = values.size();
-  for (int c = 0; c < width; ++c) {
-    const size_t begin = n * c / width, end = std::max(begin + 1, n * (c + 1) / width);
-    double sum = 0, peak = 0;
-    for (size_t k = begin; k < end && k < n; ++k) {
-      sum += values[k];
-      peak = std::max(peak, values[k]);
-    }
-    if (peak > limit + 1e-9) {
-      out += "!";
-      continue;
-    }
-    const double mean = sum / static_cast<double>(end - begin);
-    const int level =
-        mean <= 0 ? 0 : std::clamp(static_cast<int>(std::ceil(mean / full * 4)), 1, 4);
-    out += kShades[level];
-  }
-  return out;
-}
 
 // Job j's own demand around the circle at `shift` bins.
 std::vector<double> OwnLoad(const JobOnLink& job, uint64_t bins, uint32_t shift) {
@@ -68,8 +32,8 @@ std::string RenderTable(const Diagnosis& d, const TableOptions& options) {
                         static_cast<int>(d.links.size()), d.cycle ? ", loop in affinity graph" : "",
                         d.exact ? ", proven optimal" : "");
   absl::StrAppendFormat(&out, "excess over capacity: %s/h now, %s/h with phasor\n\n",
-                        Bytes(d.excess_bytes_per_hour_before()),
-                        Bytes(d.excess_bytes_per_hour_after()));
+                        FormatBytes(d.excess_bytes_per_hour_before()),
+                        FormatBytes(d.excess_bytes_per_hour_after()));
   absl::StrAppendFormat(&out, "%-4s %-22s %8s %-20s %8s %8s %8s %12s %12s\n", "rank", "link",
                         "Gbit/s", "jobs", "now", "phasor", "gain", "excess/h now", "with phasor");
   int rank = 0;
@@ -78,8 +42,8 @@ std::string RenderTable(const Diagnosis& d, const TableOptions& options) {
     for (const JobOnLink& j : l.jobs) jobs.push_back(j.job);
     absl::StrAppendFormat(&out, "%-4d %-22s %8.1f %-20s %8.4f %8.4f %+8.4f %12s %12s\n", ++rank,
                           l.id, l.capacity_gbps, absl::StrJoin(jobs, ","), l.current_score,
-                          l.achievable_score, l.gain(), Bytes(l.excess_bytes_per_hour_before),
-                          Bytes(l.excess_bytes_per_hour_after));
+                          l.achievable_score, l.gain(), FormatBytes(l.excess_bytes_per_hour_before),
+                          FormatBytes(l.excess_bytes_per_hour_after));
   }
   if (d.links.empty()) out += "(no contended link: no two jobs share a link)\n";
   out += "\nshifts (start iterations at epoch + shift + n x period):\n";
@@ -103,15 +67,15 @@ std::string RenderTable(const Diagnosis& d, const TableOptions& options) {
       absl::StrAppendFormat(
           &out, "  %s (score %.4f, excess %s/h)\n", after ? "with phasor's shifts" : "now",
           after ? l.achievable_score : l.current_score,
-          Bytes(after ? l.excess_bytes_per_hour_after : l.excess_bytes_per_hour_before));
+          FormatBytes(after ? l.excess_bytes_per_hour_after : l.excess_bytes_per_hour_before));
       for (const JobOnLink& j : l.jobs) {
         const uint32_t shift = after ? j.recommended_shift_bins : j.current_shift_bins;
         absl::StrAppendFormat(&out, "  %14s |%s|\n", j.job,
-                              Bar(OwnLoad(j, l.bins, shift), l.capacity_gbps, 1e300, width));
+                              ShadedRow(OwnLoad(j, l.bins, shift), l.capacity_gbps, 1e300, width));
       }
       absl::StrAppendFormat(
           &out, "  %14s |%s|\n", "link load",
-          Bar(after ? l.load_after : l.load_before, l.capacity_gbps, l.capacity_gbps, width));
+          ShadedRow(after ? l.load_after : l.load_before, l.capacity_gbps, l.capacity_gbps, width));
     }
   }
   return out;
@@ -181,6 +145,39 @@ nlohmann::ordered_json DiagnosisToJson(const Diagnosis& d) {
                     {"links", j.links}});
   }
   out["jobs"] = std::move(jobs);
+  return out;
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 5) {
+    bytes /= 1000;
+    ++u;
+  }
+  return absl::StrFormat(u == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[u]);
+}
+
+std::string ShadedRow(const std::vector<double>& values, double full, double limit, int width) {
+  static const char* kShades[] = {" ", "░", "▒", "▓", "█"};
+  std::string out;
+  const size_t n = values.size();
+  for (int c = 0; c < width; ++c) {
+    const size_t begin = n * c / width, end = std::max(begin + 1, n * (c + 1) / width);
+    double sum = 0, peak = 0;
+    for (size_t k = begin; k < end && k < n; ++k) {
+      sum += values[k];
+      peak = std::max(peak, values[k]);
+    }
+    if (peak > limit + 1e-9) {
+      out += "!";
+      continue;
+    }
+    const double mean = sum / static_cast<double>(end - begin);
+    const int level =
+        mean <= 0 ? 0 : std::clamp(static_cast<int>(std::ceil(mean / full * 4)), 1, 4);
+    out += kShades[level];
+  }
   return out;
 }
 

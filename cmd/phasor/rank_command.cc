@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cmd/phasor/commands.h"
+#include "diagnose/report.h"
 #include "placer/candidate_routing.h"
 #include "placer/link_score.h"
 #include "placer/rank_json.h"
@@ -26,30 +27,6 @@ struct RankFlags {
 
 std::string ReadInput(const std::string& path) { return ReadInputOrFail("rank", path); }
 
-// One row of `width` cells drawing `values` (one per circle bin) averaged per
-// cell: ' ' idle, then ░▒▓█ by fraction of `full`; '!' where the cell's load
-// exceeds `limit` somewhere.
-std::string Bar(const std::vector<double>& values, double full, double limit, int width) {
-  static const char* kShades[] = {" ", "░", "▒", "▓", "█"};
-  std::string out;
-  const size_t n = values.size();
-  for (int c = 0; c < width; ++c) {
-    const size_t begin = n * c / width, end = std::max(begin + 1, n * (c + 1) / width);
-    double sum = 0, peak = 0;
-    for (size_t k = begin; k < end; ++k) {
-      sum += values[k];
-      peak = std::max(peak, values[k]);
-    }
-    const double mean = sum / static_cast<double>(end - begin);
-    if (peak > limit + 1e-9) {
-      out += "!";
-      continue;
-    }
-    const int level = mean <= 0 ? 0 : std::clamp(static_cast<int>(std::ceil(mean / full * 4)), 1, 4);
-    out += kShades[level];
-  }
-  return out;
-}
 
 void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranking, int width) {
   std::map<std::string, const placer::Job*> jobs;
@@ -110,10 +87,10 @@ void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranki
           for (uint64_t k = 0; k < circle->bins; ++k) {
             own[k] = d[(k + d.size() - shifts[p] % d.size()) % d.size()];
           }
-          std::cout << absl::StrFormat("    %12s |%s|\n", l.jobs[p], Bar(own, cap, 1e300, width));
+          std::cout << absl::StrFormat("    %12s |%s|\n", l.jobs[p], diagnose::ShadedRow(own, cap, 1e300, width));
         }
         const std::vector<double> load = placer::LoadOnCircle(*circle, shifts);
-        std::cout << absl::StrFormat("    %12s |%s|\n", "link load", Bar(load, cap, cap, width));
+        std::cout << absl::StrFormat("    %12s |%s|\n", "link load", diagnose::ShadedRow(load, cap, cap, width));
       }
     }
   }
