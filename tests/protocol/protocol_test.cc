@@ -13,6 +13,7 @@
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
 #include "protocol/framing.h"
+#include "tests/testing/rankings.h"
 
 namespace phasor::protocol {
 namespace {
@@ -220,25 +221,7 @@ TEST(ConvertTest, RankingRoundTripIsExactAndCarriesShiftPeriods) {
   ASSERT_EQ(ranking.ranked.size(), 1u);
   const v1::RankReply reply = ToProto(ranking, request);
   const placer::Ranking back = FromProto(reply);
-  ASSERT_EQ(back.ranked.size(), 1u);
-  const placer::RankedCandidate& x = ranking.ranked[0];
-  const placer::RankedCandidate& y = back.ranked[0];
-  EXPECT_EQ(y.candidate, x.candidate);
-  EXPECT_EQ(y.score, x.score);
-  EXPECT_EQ(y.min_link_score, x.min_link_score);
-  EXPECT_EQ(y.cycle, x.cycle);
-  EXPECT_EQ(y.exact, x.exact);
-  EXPECT_EQ(y.shifts_us, x.shifts_us);
-  ASSERT_EQ(y.links.size(), x.links.size());
-  for (size_t i = 0; i < x.links.size(); ++i) {
-    EXPECT_EQ(y.links[i].id, x.links[i].id);
-    EXPECT_EQ(y.links[i].score, x.links[i].score);
-    EXPECT_EQ(y.links[i].optimal_score, x.links[i].optimal_score);
-    EXPECT_EQ(y.links[i].jobs, x.links[i].jobs);
-    EXPECT_EQ(y.links[i].quantum_us, x.links[i].quantum_us);
-    EXPECT_EQ(y.links[i].circle_bins, x.links[i].circle_bins);
-    EXPECT_EQ(y.links[i].rounding_error_us, x.links[i].rounding_error_us);
-  }
+  ::phasor::testing::ExpectRankingsEqual(back, ranking);
   // Both jobs share tor1-up at quantum 2000: periods are multiples of it.
   ASSERT_EQ(reply.ranked(0).shifts_size(), 2);
   EXPECT_EQ(reply.ranked(0).shifts(0).period_us(), 200000u);
