@@ -116,6 +116,19 @@ inline placer::RankRequest SampleRankRequest() {
   return r;
 }
 
+// Options for a phasord on loopback TCP with CURVE only: every socket on an
+// ephemeral 127.0.0.1 port, no plain sockets, keys read from `key_dir`
+// (server.secret, server.pub, and the client allow-list `allowed`).
+inline void UseCurveOnLoopback(daemon::DaemonOptions& o, const std::string& key_dir) {
+  o.request_endpoint = "tcp://127.0.0.1:*";
+  o.profile_endpoint = "tcp://127.0.0.1:*";
+  o.offset_endpoint = "tcp://127.0.0.1:*";
+  o.allow_plain = false;
+  o.curve.server_secret_key_file = key_dir + "/server.secret";
+  o.curve.server_public_key_file = key_dir + "/server.pub";
+  o.curve.allowed_clients_file = key_dir + "/allowed";
+}
+
 }  // namespace phasor::testing
 
 #endif  // PHASOR_TESTS_DAEMON_DAEMON_HARNESS_H_

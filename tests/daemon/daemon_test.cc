@@ -27,6 +27,7 @@ namespace {
 using ::phasor::testing::DaemonHarness;
 using ::phasor::testing::ExpectRankingsEqual;
 using ::phasor::testing::SampleRankRequest;
+using ::phasor::testing::UseCurveOnLoopback;
 using ::testing::HasSubstr;
 using protocol::MessageType;
 
@@ -512,15 +513,7 @@ class CurveTest : public ::testing::Test {
 };
 
 TEST_F(CurveTest, AllowedKeyIsServedUnknownKeyIsRefusedAndCounted) {
-  DaemonHarness h([&](daemon::DaemonOptions& o) {
-    o.request_endpoint = "tcp://127.0.0.1:*";
-    o.profile_endpoint = "tcp://127.0.0.1:*";
-    o.offset_endpoint = "tcp://127.0.0.1:*";
-    o.allow_plain = false;
-    o.curve.server_secret_key_file = dir_ + "/server.secret";
-    o.curve.server_public_key_file = dir_ + "/server.pub";
-    o.curve.allowed_clients_file = dir_ + "/allowed";
-  });
+  DaemonHarness h([&](daemon::DaemonOptions& o) { UseCurveOnLoopback(o, dir_); });
   ASSERT_TRUE(h.Start());
   EXPECT_THAT(h.daemon().endpoints().request, ::testing::StartsWith("tcp://127.0.0.1:"));
   auto good = ClientWith(h, allowed_);

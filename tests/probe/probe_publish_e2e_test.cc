@@ -178,15 +178,7 @@ TEST_F(ProbePublishTest, CurveKeysAllowedProbePublishesUnknownOneDoesNot) {
   ASSERT_TRUE(protocol::WriteKeyPair(probe, keys + "/probe", false).ok());
   ASSERT_TRUE(protocol::WriteKeyPair(stranger, keys + "/stranger", false).ok());
   std::ofstream(keys + "/allowed") << probe.public_key << "\n";
-  DaemonHarness h([&](daemon::DaemonOptions& o) {
-    o.request_endpoint = "tcp://127.0.0.1:*";
-    o.profile_endpoint = "tcp://127.0.0.1:*";
-    o.offset_endpoint = "tcp://127.0.0.1:*";
-    o.allow_plain = false;
-    o.curve.server_secret_key_file = keys + "/server.secret";
-    o.curve.server_public_key_file = keys + "/server.pub";
-    o.curve.allowed_clients_file = keys + "/allowed";
-  });
+  DaemonHarness h([&](daemon::DaemonOptions& o) { ::phasor::testing::UseCurveOnLoopback(o, keys); });
   ASSERT_TRUE(h.Start());
   const std::string endpoint = h.daemon().endpoints().profile;
   ASSERT_EQ(endpoint.rfind("tcp://127.0.0.1:", 0), 0u) << endpoint;
