@@ -16,6 +16,7 @@
 #include "integrations/client/client.h"
 #include "nlohmann/json.hpp"
 #include "placer/rank_json.h"
+#include "protocol/curve_keys.h"
 #include "tests/daemon/daemon_harness.h"
 #include "tests/probe/synthetic_pcap.h"
 #include "tests/testing/subprocess.h"
@@ -252,6 +253,47 @@ TEST_F(DiagnoseCommandTest, RunningPhasord) {
     }
   }
   EXPECT_THAT(testing::ReadFileOrEmpty(html), HasSubstr("from phasord at " + o.endpoint));
+}
+
+TEST_F(DiagnoseCommandTest, RunningPhasordOverCurve) {
+  // phasord on loopback TCP with CURVE only; diagnose presents a client key
+  // on its allow-list, and a stranger's key gets no answer.
+  const std::string keys = (dir_ / "keys").string();
+  std::filesystem::create_directories(keys);
+  const protocol::CurveKeyPair server = *protocol::GenerateCurveKeyPair();
+  const protocol::CurveKeyPair allowed = *protocol::GenerateCurveKeyPair();
+  const protocol::CurveKeyPair stranger = *protocol::GenerateCurveKeyPair();
+  ASSERT_TRUE(protocol::WriteKeyPair(server, keys + "/server", false).ok());
+  ASSERT_TRUE(protocol::WriteKeyPair(allowed, keys + "/client", false).ok());
+  ASSERT_TRUE(protocol::WriteKeyPair(stranger, keys + "/stranger", false).ok());
+  std::ofstream(keys + "/allowed") << allowed.public_key << "\n";
+  testing::DaemonHarness h([&](daemon::DaemonOptions& o) { testing::UseCurveOnLoopback(o, keys); });
+  ASSERT_TRUE(h.Start());
+  const std::string endpoint = h.daemon().endpoints().request;
+  client::ClientOptions o;
+  o.endpoint = endpoint;
+  o.curve = client::CurveClientKeys{server.public_key, allowed.public_key, allowed.secret_key};
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  auto ranked = (*c)->Rank(testing::SampleRankRequest());
+  ASSERT_TRUE(ranked.ok()) << ranked.status();
+  ASSERT_TRUE((*c)->Commit(ranked->ranking_id, "c1").ok());
+
+  const std::string base = kPhasor + " diagnose --format json --phasord " + endpoint +
+                           " --curve-server-public " + keys + "/server.pub";
+  const auto r = RunCommand(base + " --curve-client-public " + keys + "/client.pub" +
+                            " --curve-client-secret " + keys + "/client.secret");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json got = nlohmann::json::parse(r.out);
+  EXPECT_EQ(got["candidate"], "committed");
+  EXPECT_EQ(got["links"].size(), 2u);
+
+  const auto refused = RunCommand(base + " --curve-client-public " + keys + "/stranger.pub" +
+                                  " --curve-client-secret " + keys + "/stranger.secret --timeout-ms 300");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err, "phasor diagnose: phasord at " + endpoint +
+                             ": no reply to GetSnapshot within 300 ms\n");
 }
 
 TEST_F(DiagnoseCommandTest, UnreachablePhasordTimesOut) {
