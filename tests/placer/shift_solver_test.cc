@@ -244,6 +244,61 @@ TEST(SolveLinkTest, MatchesBruteForceWithFourAndFiveJobs) {
   }
 }
 
+// Brute force over the free jobs only, the pinned ones at their shifts.
+double BruteForceBestPinned(const std::vector<std::vector<double>>& d, double cap,
+                            const std::vector<std::optional<uint32_t>>& fixed) {
+  std::vector<uint32_t> s(d.size(), 0);
+  double best = -1e300;
+  std::function<void(size_t)> rec = [&](size_t j) {
+    if (j == d.size()) {
+      best = std::max(best, ScoreByDefinition(d, cap, s));
+      return;
+    }
+    if (fixed[j]) {
+      s[j] = *fixed[j];
+      rec(j + 1);
+      return;
+    }
+    for (uint32_t v = 0; v < d[j].size(); ++v) {
+      s[j] = v;
+      rec(j + 1);
+    }
+  };
+  rec(0);
+  return best;
+}
+
+TEST(SolveLinkTest, PinnedJobsMatchBruteForceInBothSearchOrders) {
+  std::mt19937_64 rng(9090);
+  for (int instance = 0; instance < 300; ++instance) {
+    const size_t jobs = 3 + instance % 2;
+    std::vector<TrafficProfile> profiles;
+    for (size_t j = 0; j < jobs; ++j) profiles.push_back(RandomProfile(rng, RandomBins(rng, 3), 40));
+    const double cap = std::uniform_real_distribution<double>(15, 60)(rng);
+    const UnifiedCircle circle = Circle(profiles);
+    // One or two pinned jobs at random shifts.
+    std::vector<std::optional<uint32_t>> fixed(jobs);
+    for (size_t pins = 1 + instance % 2, k = 0; k < pins; ++k) {
+      const size_t j = rng() % jobs;
+      fixed[j] = static_cast<uint32_t>(rng() % circle.JobBins(j));
+    }
+    const double brute = BruteForceBestPinned(Patterns(circle), cap, fixed);
+    for (bool pair_bounds : {true, false}) {
+      ShiftSolverOptions options;
+      options.pair_bounds = pair_bounds;
+      const LinkSolution sol = SolveLink(circle, cap, fixed, options);
+      ASSERT_TRUE(sol.exact) << "instance " << instance;
+      ASSERT_NEAR(sol.score, brute, 1e-9) << "instance " << instance << " pair_bounds " << pair_bounds;
+      for (size_t j = 0; j < jobs; ++j) {
+        if (fixed[j]) {
+          ASSERT_EQ(sol.shifts[j], *fixed[j]) << "instance " << instance;
+        }
+      }
+      ASSERT_NEAR(ScoreByDefinition(Patterns(circle), cap, sol.shifts), sol.score, 1e-9);
+    }
+  }
+}
+
 TEST(SolveLinkTest, HeuristicNeverBeatsTheOptimumAndReportsItsShiftsHonestly) {
   std::mt19937_64 rng(7);
   int optimal = 0, proven = 0;
