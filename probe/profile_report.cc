@@ -1,5 +1,6 @@
 #include "probe/profile_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -59,6 +60,14 @@ absl::StatusOr<FlowJobTable> FlowJobTable::Load(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return Parse(text.str(), path);
+}
+
+std::vector<std::string> FlowJobTable::Jobs() const {
+  std::vector<std::string> jobs;
+  for (const Rule& r : rules_) jobs.push_back(r.job);
+  std::sort(jobs.begin(), jobs.end());
+  jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
+  return jobs;
 }
 
 std::string FlowJobTable::JobOf(const FlowKey& key) const {

@@ -42,6 +42,8 @@ class FlowJobTable {
   // The job of a flow, or "" when no rule matches.
   std::string JobOf(const FlowKey& key) const;
   size_t size() const { return rules_.size(); }
+  // The jobs the rules name, sorted, each once.
+  std::vector<std::string> Jobs() const;
 
  private:
   struct Rule {

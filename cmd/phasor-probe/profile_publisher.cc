@@ -104,7 +104,7 @@ bool ProfilePublisher::Publish(const v1::ProfileUpdate& update) {
   if (ok) {
     ++sent_;
     if (!reachable_) {
-      diagnostics_ << "phasor-probe: --publish: phasord at " << options_.endpoint
+      diagnostics_ << options_.program << ": --publish: phasord at " << options_.endpoint
                    << " reachable again; publishing profiles\n";
     }
     reachable_ = true;
@@ -112,7 +112,7 @@ bool ProfilePublisher::Publish(const v1::ProfileUpdate& update) {
   }
   ++dropped_;
   if (reachable_) {
-    diagnostics_ << "phasor-probe: --publish: phasord at " << options_.endpoint
+    diagnostics_ << options_.program << ": --publish: phasord at " << options_.endpoint
                  << " not reachable; profiles are not published until it is (JSON lines go on)\n";
   }
   reachable_ = false;

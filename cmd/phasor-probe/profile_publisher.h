@@ -1,6 +1,6 @@
-// phasor-probe --publish: sends every periodic profile the probe reports to
-// phasord's PULL socket as a ProfileUpdate (docs/protocol.md), beside the
-// JSON lines.
+// --publish of phasor-probe and `phasor profile`: sends every periodic
+// profile measured to phasord's PULL socket as a ProfileUpdate
+// (docs/protocol.md), beside the JSON lines.
 //
 // Never blocks the probe for long: the PUSH socket only queues to a
 // connected phasord (ZMQ_IMMEDIATE), holds at most `queue` messages, and a
@@ -38,6 +38,8 @@ struct PublisherOptions {
   int queue = 1000;
   // How long exit waits for queued messages to leave (ZMQ_LINGER, default 1 s).
   int linger_ms = 1000;
+  // The program named in diagnostics ("<program>: --publish: ...").
+  std::string program = "phasor-probe";
 };
 
 // The ProfileUpdate of a periodic profile (subject kind JOB or LINK).

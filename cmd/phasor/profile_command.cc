@@ -3,29 +3,180 @@
 // port), in the format of probe/profile_report.h. Each periodic subject's
 // "profile" member can be pasted into `jobs[].profile` of `phasor rank`.
 // The measuring is shared with `phasor diagnose` (profile_sources.h).
+// With --publish the periodic profiles also go to phasord as ProfileUpdates,
+// as phasor-probe's do: jobs by the --flows table's names, NIC and switch
+// ports by a --publish-subjects table (a port is not a job or link id).
 //
 //   phasor profile --pcap FILE [--flows TABLE] [-- <EAL arguments>]
 //   phasor profile --counters DIR
 //   phasor profile --switch-csv FILE...
+//   ... --publish ENDPOINT [--publish-subjects TABLE] [--publish-server-key F --publish-keys P]
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "cmd/phasor-probe/profile_publisher.h"
 #include "cmd/phasor/commands.h"
 #include "cmd/phasor/profile_sources.h"
+#include "probe/profile_report.h"
 
 namespace phasor::cmd {
+namespace {
+
+struct PublishFlags {
+  probe::PublisherOptions publisher;
+  std::string server_key, keys, subjects;
+};
+
+// A measured subject published under this kind and id.
+using SubjectTable = std::map<std::string, std::pair<v1::ProfileUpdate::SubjectKind, std::string>>;
+
+[[noreturn]] void Fail(int code, const std::string& message) {
+  FailCommand("profile", code, message);
+}
+
+// --publish-subjects: lines "<measured subject> job|link <id>", '#' comments.
+SubjectTable ReadSubjects(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Fail(kExitBadInput, "--publish-subjects: cannot read '" + path + "'");
+  SubjectTable table;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string subject, kind, id, extra;
+    if (!(fields >> subject)) continue;
+    const std::string where = absl::StrCat(path, ":", number, ": ");
+    if (!(fields >> kind >> id) || (fields >> extra)) {
+      Fail(kExitBadInput, where + "expected '<measured subject> job|link <id>'");
+    }
+    if (kind != "job" && kind != "link")
+      Fail(kExitBadInput, where + "'" + kind + "' is not job or link");
+    table[subject] = {kind == "job" ? v1::ProfileUpdate::JOB : v1::ProfileUpdate::LINK, id};
+  }
+  return table;
+}
+
+// The ProfileUpdate of a periodic JSON line (probe/profile_report.h).
+v1::ProfileUpdate UpdateOf(const nlohmann::json& line, v1::ProfileUpdate::SubjectKind kind,
+                           const std::string& id) {
+  const nlohmann::json& p = line.at("profile");
+  v1::ProfileUpdate u;
+  u.set_subject(id);
+  u.set_kind(kind);
+  u.set_period_us(p.at("period_us").get<uint32_t>());
+  u.set_bin_us(p.at("bin_us").get<uint32_t>());
+  for (double g : p.at("gbps")) u.add_gbps(g);
+  if (p.contains("t0_epoch_us")) u.set_t0_epoch_us(p.at("t0_epoch_us").get<int64_t>());
+  u.set_confidence(line.value("confidence", 0.0));
+  u.set_source(line.value("source", std::string()));
+  return u;
+}
+
+// What --publish needs, checked before anything is measured: the subject
+// table and a publisher (a bad endpoint, key or table fails the command with
+// nothing printed).
+struct Publishing {
+  SubjectTable subjects;
+  std::unique_ptr<probe::ProfilePublisher> publisher;
+  std::string endpoint;
+};
+
+Publishing PreparePublishing(const ProfileSourceFlags& source, const PublishFlags& flags) {
+  Publishing out;
+  if (!flags.subjects.empty()) {
+    out.subjects = ReadSubjects(flags.subjects);
+  } else {
+    auto table = probe::FlowJobTable::Load(source.flows);
+    if (!table.ok()) Fail(kExitBadInput, std::string(table.status().message()));
+    for (const std::string& job : table->Jobs()) out.subjects[job] = {v1::ProfileUpdate::JOB, job};
+  }
+  probe::PublisherOptions options = flags.publisher;
+  options.program = "phasor profile";
+  if (!flags.server_key.empty() || !flags.keys.empty()) {
+    auto keys = probe::LoadPublishKeys(flags.server_key, flags.keys);
+    if (!keys.ok()) Fail(kExitBadInput, std::string(keys.status().message()));
+    options.curve = *keys;
+  }
+  auto publisher = probe::ProfilePublisher::Create(options, std::cerr);
+  if (!publisher.ok()) Fail(kExitBadInput, std::string(publisher.status().message()));
+  out.publisher = *std::move(publisher);
+  out.endpoint = options.endpoint;
+  return out;
+}
+
+// Sends the periodic lines whose subject the table names; says what happened
+// on stderr, and fails the command when phasord did not take them all.
+void Publish(const std::vector<nlohmann::json>& lines, Publishing& p) {
+  for (const nlohmann::json& line : lines) {
+    auto it = p.subjects.find(line.value("subject", std::string()));
+    if (it == p.subjects.end()) {
+      p.publisher->Skip("unmapped_subject");
+    } else if (!line.value("periodic", false)) {
+      p.publisher->Skip("not_periodic");
+    } else {
+      p.publisher->Publish(UpdateOf(line, it->second.first, it->second.second));
+    }
+  }
+  std::cerr << p.publisher->SummaryJson().dump() << "\n";
+  if (p.publisher->dropped() > 0) {
+    Fail(kExitFailure, absl::StrCat("--publish: ", p.publisher->dropped(),
+                                    " profile(s) not delivered to phasord at ", p.endpoint));
+  }
+}
+
+}  // namespace
 
 void AddProfileCommand(CLI::App& app) {
   auto flags = std::make_shared<ProfileSourceFlags>();
+  auto publish = std::make_shared<PublishFlags>();
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure traffic profiles (period, per-phase Gbit/s, confidence) from a pcap capture\n"
       "(through DPDK), RDMA NIC counters (sysfs), or switch port counter CSV files. Prints one\n"
-      "JSON object per subject and line; its \"profile\" fits `phasor rank` jobs[].profile.");
+      "JSON object per subject and line; its \"profile\" fits `phasor rank` jobs[].profile.\n"
+      "With --publish, also sends the periodic ones to phasord.");
   AddProfileSourceOptions(cmd, *flags);
-  cmd->callback([flags] {
-    for (const nlohmann::json& j : MeasureProfiles("profile", *flags))
-      std::cout << j.dump() << "\n";
+  cmd->add_option(
+      "--publish", publish->publisher.endpoint,
+      "also send the periodic profiles to phasord's profile_endpoint as ProfileUpdates "
+      "(tcp://HOST:PORT or ipc://PATH; plain only for ipc:// and loopback, else CURVE keys)");
+  cmd->add_option(
+      "--publish-subjects", publish->subjects,
+      "table of what to publish: lines '<measured subject> job|link <id>' (e.g. "
+      "'mlx5_0/1/tx job resnet'); without it, --pcap publishes the --flows table's jobs");
+  cmd->add_option("--publish-server-key", publish->server_key,
+                  "phasord's CURVE public key file (with --publish-keys)");
+  cmd->add_option(
+      "--publish-keys", publish->keys,
+      "this client's CURVE key pair PREFIX.pub/PREFIX.secret from `phasor keygen --out PREFIX`");
+  cmd->add_option("--publish-timeout-ms", publish->publisher.send_timeout_ms,
+                  "longest wait of one send (default 100)");
+  cmd->callback([flags, publish] {
+    const bool publishing = !publish->publisher.endpoint.empty();
+    if (!publishing &&
+        (!publish->subjects.empty() || !publish->server_key.empty() || !publish->keys.empty())) {
+      Fail(kExitBadInput,
+           "--publish-subjects, --publish-server-key and --publish-keys need --publish");
+    }
+    if (publishing && publish->subjects.empty() && (flags->pcap.empty() || flags->flows.empty())) {
+      Fail(kExitBadInput,
+           "--publish needs --publish-subjects to name what the measured subjects are (NIC and "
+           "switch "
+           "ports, and flows without a --flows table, are not job or link ids)");
+    }
+    std::optional<Publishing> publishing_to;
+    if (publishing) publishing_to.emplace(PreparePublishing(*flags, *publish));
+    const std::vector<nlohmann::json> lines = MeasureProfiles("profile", *flags);
+    for (const nlohmann::json& j : lines) std::cout << j.dump() << "\n";
+    std::cout.flush();
+    if (publishing_to) Publish(lines, *publishing_to);
   });
 }
 

@@ -1,9 +1,11 @@
-// End-to-end tests of `phasor-probe --publish`: a phasord runs in this
+// End-to-end tests of `phasor-probe --publish` and `phasor profile
+// --publish`: a phasord runs in this
 // process on ipc:// endpoints in a temp dir (tests/daemon/daemon_harness.h,
 // stopped by its destructor), phasor-probe runs as a subprocess (one DPDK EAL
 // per process) on a generated pcap, and the profiles it publishes are checked
 // through phasord: its metrics and a ranking that takes the jobs' profiles
 // from what the probe sent.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -245,6 +247,102 @@ TEST_F(ProbePublishTest, BadPublishOptions) {
     EXPECT_EQ(CountOf(run.r.err, "\n"), 1) << k.args << "\n" << run.r.err;
     EXPECT_TRUE(run.r.out.empty()) << k.args;
   }
+}
+
+// RDMA counter snapshots (docs/probe.md) in `dir`: mlx5_0 port 1 sends 2 MB
+// in the first 100 ms of every 400 ms and receives half of that.
+void WriteCounterSnapshots(const fs::path& dir) {
+  uint64_t words = 0;
+  for (int i = 0; i < 160; ++i) {
+    const fs::path port = dir / std::to_string(testing::kStartUs + i * 50000) / "mlx5_0/ports/1/counters";
+    fs::create_directories(port);
+    std::ofstream(port / "port_xmit_data") << words;
+    std::ofstream(port / "port_rcv_data") << words / 2;
+    if (i % 8 < 2) words += 2'000'000 / 4 / 2;
+  }
+}
+
+TEST_F(ProbePublishTest, PhasorProfilePublishesCounterProfilesAsTheirTableSays) {
+  DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  WriteCounterSnapshots(dir_ / "snaps");
+  const std::string subjects = (dir_ / "subjects.txt").string();
+  std::ofstream(subjects) << "# NIC port -> what phasord knows it as\n"
+                          << "mlx5_0/1/tx job job-a\n"
+                          << "mlx5_0/1/rx link l1   # the server's downlink\n";
+  const auto r = phasor::testing::RunCommand(std::string(PHASOR_BIN) + " profile --bin-us 50000 --counters " +
+                                             (dir_ / "snaps").string() + " --publish " +
+                                             h.options().profile_endpoint + " --publish-subjects " + subjects);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(CountOf(r.out, "\"subject\""), 2) << r.out;  // the JSON lines are still printed
+  const nlohmann::json summary = PublishSummary(r.err);
+  ASSERT_TRUE(summary.is_object()) << r.err;
+  EXPECT_EQ(summary["sent"], 2) << summary.dump();
+  EXPECT_EQ(summary["dropped"], 0) << summary.dump();
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] {
+    return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 1 &&
+           h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "link"}}) == 1;
+  })) << h.daemon().metrics().Render();
+
+  // A ranking naming job-a without a profile takes the counters' one: its
+  // shift lives on the 400 ms period the counters show.
+  auto c = client::Client::Connect({h.options().request_endpoint, 5000, std::nullopt});
+  ASSERT_TRUE(c.ok());
+  v1::RankRequest request = RequestWithoutProfiles();
+  v1::Job* b = request.mutable_jobs(1);
+  b->mutable_profile()->set_period_us(300000);
+  b->mutable_profile()->mutable_square()->set_up_us(100000);
+  b->mutable_profile()->mutable_square()->set_up_gbps(0.04);
+  absl::StatusOr<v1::RankReply> reply = (*c)->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  bool checked = false;
+  for (const v1::RankedCandidate& rc : reply->ranked()) {
+    for (const v1::JobShift& s : rc.shifts()) {
+      if (s.job() != "job-a") continue;
+      EXPECT_NEAR(s.period_us(), 400000, 4000);
+      checked = true;
+    }
+  }
+  EXPECT_TRUE(checked);
+}
+
+TEST_F(ProbePublishTest, PhasorProfilePublishBadInputs) {
+  WriteCounterSnapshots(dir_ / "snaps");
+  const std::string base =
+      std::string(PHASOR_BIN) + " profile --bin-us 50000 --counters " + (dir_ / "snaps").string();
+  const std::string nobody = "ipc://" + (dir_ / "nobody").string();
+  // Ports are not jobs: the table is required, and nothing is measured without it.
+  auto r = phasor::testing::RunCommand(base + " --publish " + nobody);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "phasor profile: --publish needs --publish-subjects to name what the measured subjects are (NIC "
+            "and switch ports, and flows without a --flows table, are not job or link ids)\n");
+  // A malformed table line is named.
+  const std::string bad = (dir_ / "bad.txt").string();
+  std::ofstream(bad) << "mlx5_0/1/tx job job-a\nmlx5_0/1/rx switch s1\n";
+  r = phasor::testing::RunCommand(base + " --publish " + nobody + " --publish-subjects " + bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "phasor profile: " + bad + ":2: 'switch' is not job or link\n");
+  // A plain socket to a non-local address is refused before measuring.
+  const std::string good = (dir_ / "good.txt").string();
+  std::ofstream(good) << "mlx5_0/1/tx job job-a\n";
+  r = phasor::testing::RunCommand(base + " --publish tcp://192.0.2.1:7411 --publish-subjects " + good);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, ::testing::HasSubstr("plain sockets are refused there"));
+  // Options that need --publish.
+  r = phasor::testing::RunCommand(base + " --publish-subjects " + good);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "phasor profile: --publish-subjects, --publish-server-key and --publish-keys need --publish\n");
+  // Nobody listening: the lines are printed, the command says what was lost and exits 1.
+  r = phasor::testing::RunCommand(base + " --publish " + nobody + " --publish-subjects " + good);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(CountOf(r.out, "\"subject\""), 2) << r.out;
+  EXPECT_EQ(CountOf(r.err, "not reachable"), 1) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("phasor profile: --publish: 1 profile(s) not delivered to phasord at " +
+                                          nobody + "\n"));
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "probe/profile_report.h"
+#include "probe/roce_parser.h"
+
+namespace phasor::probe {
+namespace {
+
+using ::testing::ElementsAre;
+
+FlowKey Key(const std::string& src, const std::string& dst, uint32_t qp) {
+  FlowKey k;
+  EXPECT_TRUE(ParseIp(src, &k.src)) << src;
+  EXPECT_TRUE(ParseIp(dst, &k.dst)) << dst;
+  k.dest_qp = qp;
+  return k;
+}
+
+TEST(FlowJobTableTest, FirstMatchingRuleNamesTheJob) {
+  auto table = FlowJobTable::Parse(
+      "# job  src       dst       qp\n"
+      "a 10.0.0.1 10.0.0.2 0x11   # one queue pair\n"
+      "b 10.0.0.1 * \n"
+      "\n"
+      "c * fd00::2 17\n"
+      "a * * *\n",
+      "t");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->size(), 4u);
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.2", 0x11)), "a");
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.2", 0x12)), "b");  // qp differs: the next rule
+  EXPECT_EQ(table->JobOf(Key("fd00::1", "fd00::2", 17)), "c");
+  EXPECT_EQ(table->JobOf(Key("10.9.9.9", "10.9.9.8", 1)), "a");  // the catch-all
+  EXPECT_THAT(table->Jobs(), ElementsAre("a", "b", "c"));        // sorted, each once
+}
+
+TEST(FlowJobTableTest, NoRuleNoJob) {
+  auto table = FlowJobTable::Parse("a 10.0.0.1 10.0.0.2\n", "t");
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ(table->JobOf(Key("10.0.0.2", "10.0.0.1", 0)), "");
+  EXPECT_THAT(FlowJobTable::Parse("", "t")->Jobs(), ElementsAre());
+}
+
+TEST(FlowJobTableTest, BadLinesAreNamed) {
+  auto fields = FlowJobTable::Parse("a 10.0.0.1\n", "jobs.txt");
+  EXPECT_EQ(fields.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fields.status().message(),
+            "flow table 'jobs.txt' line 1: want '<job> <src_ip|*> <dst_ip|*> [<dest_qp>|*]', got 2 "
+            "fields");
+  auto ip = FlowJobTable::Parse("a * *\nb 10.0.0.300 *\n", "jobs.txt");
+  EXPECT_EQ(ip.status().message(),
+            "flow table 'jobs.txt' line 2: src_ip: '10.0.0.300' is not an IP address");
+  auto qp = FlowJobTable::Parse("a * * 0x1000000\n", "jobs.txt");
+  EXPECT_EQ(qp.status().message(),
+            "flow table 'jobs.txt' line 1: dest_qp: '0x1000000' is not a 24-bit queue pair number");
+  EXPECT_EQ(FlowJobTable::Load("/nonexistent/jobs.txt").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace phasor::probe
