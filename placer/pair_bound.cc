@@ -1,7 +1,6 @@
 #include "placer/pair_bound.h"
 
 #include <algorithm>
-#include <array>
 #include <numeric>
 
 namespace phasor::placer {
@@ -88,36 +87,20 @@ double PairwiseBound::PairExcess(size_t i, size_t j, uint32_t s_i, uint32_t s_j)
 }
 
 double PairwiseBound::StarBound(const std::vector<uint32_t>& shifts) const {
-  if (jobs_ < 2) return jobs_ == 1 ? lone_[0] : 0.0;
-  constexpr size_t kInline = 16;
-  std::array<double, kInline> inline_sums{};
-  std::vector<double> heap_sums;
-  double* sums = inline_sums.data();
-  if (jobs_ > kInline) {
-    heap_sums.assign(jobs_, 0.0);
-    sums = heap_sums.data();
-  }
-  for (size_t i = 0; i < jobs_; ++i) {
-    for (size_t j = i + 1; j < jobs_; ++j) {
-      const double pair = PairExcess(i, j, shifts[i], shifts[j]);
-      sums[i] += pair;
-      sums[j] += pair;
-    }
-  }
+  if (jobs_ == 0) return 0.0;
   double bound = 0;
-  const double others = static_cast<double>(jobs_ - 2);
-  for (size_t c = 0; c < jobs_; ++c) bound = std::max(bound, sums[c] - others * lone_[c]);
+  StarBoundRun(shifts, 0, shifts[0], 1, &bound);
   return bound;
 }
 
-void PairwiseBound::StarBoundRun(const std::vector<uint32_t>& shifts, size_t moving, uint32_t count,
-                                 double* out) const {
+void PairwiseBound::StarBoundRun(const std::vector<uint32_t>& shifts, size_t moving, uint32_t first,
+                                 uint32_t count, double* out) const {
   if (jobs_ < 2) {
     std::fill(out, out + count, jobs_ == 1 ? lone_[0] : 0.0);
     return;
   }
   // Per other job c: its star sum without the moving job, and a walk through
-  // the table of (c, moving) as the moving job's shift counts up.
+  // the table of (c, moving) as the moving job's shift counts up from `first`.
   struct Walk {
     const double* table;
     uint32_t g;
@@ -136,10 +119,10 @@ void PairwiseBound::StarBoundRun(const std::vector<uint32_t>& shifts, size_t mov
       if (j != c && j != moving) base += PairExcess(c, j, shifts[c], shifts[j]);
     }
     const Table& t = c < moving ? TableOf(c, moving) : TableOf(moving, c);
-    const uint32_t sc = shifts[c] % t.g;
+    const uint32_t sc = shifts[c] % t.g, s0 = first % t.g;
     // c < moving: index (s - s_c) mod g; c > moving: index (s_c - s) mod g.
-    walks.push_back(
-        {t.excess.data(), t.g, c < moving ? (t.g - sc) % t.g : sc, c < moving, base, lone_[c]});
+    const uint32_t at = c < moving ? (s0 + t.g - sc) % t.g : (sc + t.g - s0) % t.g;
+    walks.push_back({t.excess.data(), t.g, at, c < moving, base, lone_[c]});
   }
   const double moving_lone = others * lone_[moving];
   for (uint32_t s = 0; s < count; ++s) {

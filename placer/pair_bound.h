@@ -47,11 +47,12 @@ class PairwiseBound {
   // never above TotalExcess(circle, capacity, shifts).
   double StarBound(const std::vector<uint32_t>& shifts) const;
 
-  // StarBound for every shift s in [0, count) of job `moving` (its entry in
-  // `shifts` is ignored), into out[s]: the pairs of the other jobs are looked
-  // up once, the moving job's pairs walk their tables. out has >= count slots.
-  void StarBoundRun(const std::vector<uint32_t>& shifts, size_t moving, uint32_t count,
-                    double* out) const;
+  // StarBound for the shifts first, first + 1, ..., first + count - 1 of job
+  // `moving` (its entry in `shifts` is ignored), into out[0..count): the pairs
+  // of the other jobs are looked up once, the moving job's pairs walk their
+  // tables. StarBound is the run of one.
+  void StarBoundRun(const std::vector<uint32_t>& shifts, size_t moving, uint32_t first,
+                    uint32_t count, double* out) const;
 
  private:
   struct Table {

@@ -184,7 +184,7 @@ class Search {
     for (size_t i = 0; i < levels; ++i) shifts_[free_[i]] = 0;
     size_t lowest = 0;
     for (uint64_t prefix = 0; prefix < configurations / last_range; ++prefix) {
-      pairs.StarBoundRun(shifts_, free_.back(), static_cast<uint32_t>(last_range), run);
+      pairs.StarBoundRun(shifts_, free_.back(), 0, static_cast<uint32_t>(last_range), run);
       for (uint64_t s = 0; s < last_range; ++s) {
         if (queue.empty() || run[s] < queue[lowest].first) lowest = queue.size();
         queue.emplace_back(std::max(lower_bound_, run[s]),
