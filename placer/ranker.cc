@@ -60,7 +60,6 @@ struct ContendedLink {
   std::vector<size_t> jobs;        // local job indices, in request order
   std::vector<double> shares;
   std::shared_ptr<const LinkSolve> solve;
-  std::unique_ptr<CircleEvaluator> evaluator;  // for the joint descent
 
   // The position of local job j on this link.
   size_t PositionOf(size_t j) const {
@@ -238,17 +237,18 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
         budget_left = false;
         break;
       }
-      // The other jobs' load on each of j's links.
+      // Per link of j: its evaluator and the other jobs' load.
+      std::vector<std::unique_ptr<CircleEvaluator>> evaluators;
       std::vector<ScratchBuffer> others;
       uint32_t step = std::numeric_limits<uint32_t>::max();
       uint64_t bins_per_try = 0;
       for (size_t l : links_of_job[j]) {
         ContendedLink& cl = links[l];
-        cl.evaluator = std::make_unique<CircleEvaluator>(cl.solve->circle,
-                                                         request_.links[cl.link].capacity_gbps);
+        evaluators.push_back(std::make_unique<CircleEvaluator>(cl.solve->circle,
+                                                               request_.links[cl.link].capacity_gbps));
         ScratchBuffer load(cl.solve->circle.bins);
         for (size_t p = 0; p < cl.jobs.size(); ++p) {
-          if (cl.jobs[p] != j) cl.evaluator->AddJob(p, cl.Bins(p, shifts[cl.jobs[p]]), load.get());
+          if (cl.jobs[p] != j) evaluators.back()->AddJob(p, cl.Bins(p, shifts[cl.jobs[p]]), load.get());
         }
         others.push_back(std::move(load));
         step = std::min(step, cl.quantum());
@@ -261,7 +261,7 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
           ContendedLink& cl = links[links_of_job[j][i]];
           const double n = norm(cl);
           const size_t pos = cl.PositionOf(j);
-          sum += cl.evaluator->ExcessWith(others[i].get(), pos, cl.Bins(pos, t), (bound - sum) * n) / n;
+          sum += evaluators[i]->ExcessWith(others[i].get(), pos, cl.Bins(pos, t), (bound - sum) * n) / n;
         }
         return sum;
       };
@@ -289,10 +289,7 @@ bool Ranker::SolveConstrained(const AffinityGraph& graph,
           best_t = t;
         }
       }
-      for (size_t l : links_of_job[j]) {
-        spent += links[l].evaluator->evaluations();
-        links[l].evaluator.reset();
-      }
+      for (const auto& evaluator : evaluators) spent += evaluator->evaluations();
       if (best_t != shifts[j]) {
         shifts[j] = best_t;
         moved = true;
