@@ -168,21 +168,8 @@ double LinkScore(const UnifiedCircle& circle, double capacity_gbps,
   return ScoreFromExcess(TotalExcess(circle, capacity_gbps, shifts), circle.bins, capacity_gbps);
 }
 
-
-
 CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gbps)
     : circle_(&circle), cap_(capacity_gbps) {
-  const uint64_t n = circle.bins;
-  tiled_.reserve(circle.jobs.size());
-  for (size_t j = 0; j < circle.jobs.size(); ++j) {
-    const std::vector<double>& d = circle.jobs[j].gbps;
-    const uint64_t b = d.size();
-    tiled_.emplace_back(n + b, ScratchBuffer::Uninitialized{});
-    double* out = tiled_.back().get().data();
-    for (uint64_t at = 0; at < n + b; at += b) {  // whole copies of the pattern, then the rest
-      std::copy_n(d.begin(), std::min(b, n + b - at), out + at);
-    }
-  }
   // The job whose classes are longest, folded when a class is long enough
   // for a binary search to beat summing it.
   const size_t jobs = circle.jobs.size();
@@ -240,6 +227,20 @@ double CircleEvaluator::Excess(const std::vector<double>& load) {
   return excess;
 }
 
+
+void CircleEvaluator::Tile() const {
+  const uint64_t n = bins();
+  tiled_.reserve(circle_->jobs.size());
+  for (const QuantizedProfile& job : circle_->jobs) {
+    const std::vector<double>& d = job.gbps;
+    const uint64_t b = d.size();
+    tiled_.emplace_back(n + b, ScratchBuffer::Uninitialized{});
+    double* out = tiled_.back().get().data();
+    for (uint64_t at = 0; at < n + b; at += b) {  // whole copies of the pattern, then the rest
+      std::copy_n(d.begin(), std::min(b, n + b - at), out + at);
+    }
+  }
+}
 
 CircleEvaluator::RowPointers CircleEvaluator::RotatedRows(const std::vector<uint32_t>& shifts,
                                                           size_t skip) const {

@@ -72,8 +72,9 @@ std::vector<double> LoadOnCircle(const UnifiedCircle& circle, const std::vector<
 
 // Fast evaluation of one job's shifts against a fixed load on the circle: the
 // inner loop of every solver. Holds each job's pattern tiled to N + B_j values
-// so that a rotation is a contiguous read. Not thread-safe for concurrent
-// mutation of the evaluation counter; cheap to build (O(sum of N + B_j)).
+// so that a rotation is a contiguous read, built on the first evaluation
+// (planning a search, e.g. ExactSearchCost, needs no tiles). Not thread-safe:
+// one evaluator per thread.
 class CircleEvaluator {
  public:
   CircleEvaluator(const UnifiedCircle& circle, double capacity_gbps);
@@ -131,8 +132,10 @@ class CircleEvaluator {
 
  private:
   const double* Rotated(size_t j, uint32_t shift) const {
+    if (tiled_.empty()) Tile();
     return tiled_[j].get().data() + JobBins(j) - shift;
   }
+  void Tile() const;  // fills tiled_
 
   // ExcessAt's fold: job `job`'s pattern split into residue classes modulo
   // g, each sorted, with suffix sums.
@@ -153,7 +156,7 @@ class CircleEvaluator {
 
   const UnifiedCircle* circle_;
   double cap_;
-  std::vector<ScratchBuffer> tiled_;
+  mutable std::vector<ScratchBuffer> tiled_;  // empty until the first evaluation
   std::optional<FoldedJob> folded_;
   uint64_t evaluations_ = 0;
 };
