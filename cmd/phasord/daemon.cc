@@ -270,7 +270,11 @@ absl::Status Daemon::Impl::Start() {
   if (!committed.ok()) return committed.status();
   for (const auto& [job, bytes] : committed->profiles) {
     v1::TrafficProfile profile;
-    if (profile.ParseFromString(bytes)) request_profiles_[job] = protocol::FromProto(profile);
+    if (profile.ParseFromString(bytes)) {
+      request_profiles_[job] = protocol::FromProto(profile);
+    } else {
+      spdlog::warn("phasord: state_path: the stored profile of job '{}' does not parse; skipped", job);
+    }
   }
   link_capacity_gbps_ = committed->capacities_gbps;
 
@@ -620,18 +624,21 @@ void Daemon::Impl::OnCommit(const std::vector<std::string>& routing, const proto
   for (const v1::LinkResult& l : chosen->links()) samples.push_back({l.id(), now, l.score(), 1 - l.score(), "commit"});
   // The committed jobs' profiles and links' capacities as the request gave
   // them (rankings stored before they were kept have none).
-  CommittedInputs inputs;
-  for (const v1::Job& job : candidates.jobs()) {
-    for (const v1::JobShift& s : chosen->shifts()) {
-      if (s.job() == job.id() && job.has_profile()) inputs.profiles[job.id()] = job.profile().SerializeAsString();
+  std::set<std::string> committed_jobs, loaded_links;
+  for (const StoredOffset& o : offsets) committed_jobs.insert(o.job);
+  if (shares != nullptr) {
+    for (const auto& [job, job_shares] : shares->links()) {
+      for (const auto& [link, share] : job_shares.shares()) loaded_links.insert(link);
     }
   }
-  if (shares != nullptr) {
-    for (const v1::Link& link : candidates.links()) {
-      for (const auto& [job, job_shares] : shares->links()) {
-        if (job_shares.shares().contains(link.id())) inputs.capacities_gbps[link.id()] = link.capacity_gbps();
-      }
+  CommittedInputs inputs;
+  for (const v1::Job& job : candidates.jobs()) {
+    if (job.has_profile() && committed_jobs.contains(job.id())) {
+      inputs.profiles[job.id()] = job.profile().SerializeAsString();
     }
+  }
+  for (const v1::Link& link : candidates.links()) {
+    if (loaded_links.contains(link.id())) inputs.capacities_gbps[link.id()] = link.capacity_gbps();
   }
   if (absl::Status s = store_->Commit(placements, offsets, samples, inputs); !s.ok()) {
     spdlog::error("phasord: commit of '{}' failed: {}", req.candidate(), std::string(s.message()));
