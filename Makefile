@@ -4,17 +4,22 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench format clean
+.PHONY: all deps deps-build configure configure-build build test demo bench format clean
 
 all: build
 
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh all
+
+deps-build:
+	@bash scripts/install-deps.sh build
 
 $(BUILD)/build.ninja: CMakeLists.txt
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 
 configure: deps $(BUILD)/build.ninja
+
+configure-build: deps-build $(BUILD)/build.ninja
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -22,7 +27,9 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+# The demo needs only the build packages and the `phasor` executable.
+demo: configure-build
+	cmake --build $(BUILD) -j $(JOBS) --target phasor
 	@bash scripts/demo.sh $(BUILD)
 
 bench: build

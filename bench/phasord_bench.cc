@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "cmd/phasord/daemon.h"
+#include "daemon/server.h"
 #include "integrations/client/client.h"
 #include "placer/ranker.h"
 #include "protocol/convert.h"

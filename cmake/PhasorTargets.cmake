@@ -7,12 +7,18 @@ function(phasor_warnings target)
                                            -Wnon-virtual-dtor -Werror)
 endfunction()
 
-# phasor_library(NAME SOURCES... DEPS ...): one module = one library target.
+# phasor_library(NAME SOURCES... DEPS ... PRIVATE_DEPS ...): one module = one
+# library target. DEPS are what the module's public headers include (they
+# reach every user); PRIVATE_DEPS only its .cc files (their flags and headers
+# stay inside the module).
 function(phasor_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  if(ARG_PRIVATE_DEPS)
+    target_link_libraries(${name} PRIVATE ${ARG_PRIVATE_DEPS})
+  endif()
   phasor_warnings(${name})
 endfunction()
 

@@ -15,7 +15,7 @@
 namespace phasor::protocol {
 namespace {
 
-constexpr std::string_view kZ85Alphabet =
+constexpr absl::string_view kZ85Alphabet =
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
 
 absl::Status WriteFile(const std::string& path, const std::string& text, mode_t mode, bool overwrite) {
@@ -48,7 +48,7 @@ absl::StatusOr<CurveKeyPair> GenerateCurveKeyPair() {
 bool IsZ85Key(const std::string& key) {
   if (key.size() != 40) return false;
   for (char c : key) {
-    if (kZ85Alphabet.find(c) == std::string_view::npos) return false;
+    if (kZ85Alphabet.find(c) == absl::string_view::npos) return false;
   }
   return true;
 }
@@ -68,6 +68,37 @@ absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a 40-character Z85 CURVE key"));
   }
   return key;
+}
+
+namespace {
+
+absl::StatusOr<std::string> ReadKeyFor(absl::string_view field, const std::string& path) {
+  absl::StatusOr<std::string> key = ReadKeyFile(path);
+  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", key.status().message()));
+  return key;
+}
+
+}  // namespace
+
+absl::StatusOr<CurveClientKeys> LoadCurveClientKeys(const std::string& server_key_file,
+                                                    const std::string& client_key_prefix,
+                                                    absl::string_view server_field, absl::string_view client_field) {
+  absl::StatusOr<std::string> server = ReadKeyFor(server_field, server_key_file);
+  if (!server.ok()) return server.status();
+  absl::StatusOr<std::string> pub = ReadKeyFor(client_field, client_key_prefix + ".pub");
+  if (!pub.ok()) return pub.status();
+  absl::StatusOr<std::string> sec = ReadKeyFor(client_field, client_key_prefix + ".secret");
+  if (!sec.ok()) return sec.status();
+  return CurveClientKeys{*server, *pub, *sec};
+}
+
+absl::StatusOr<CurveKeyPair> LoadCurveServerKeys(const std::string& secret_key_file, const std::string& public_key_file,
+                                                 absl::string_view secret_field, absl::string_view public_field) {
+  absl::StatusOr<std::string> sec = ReadKeyFor(secret_field, secret_key_file);
+  if (!sec.ok()) return sec.status();
+  absl::StatusOr<std::string> pub = ReadKeyFor(public_field, public_key_file);
+  if (!pub.ok()) return pub.status();
+  return CurveKeyPair{*pub, *sec};
 }
 
 absl::StatusOr<std::set<std::string>> ReadAllowList(const std::string& path) {

@@ -6,6 +6,7 @@
 
 #include <set>
 #include <string>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,6 +31,26 @@ absl::Status WriteKeyPair(const CurveKeyPair& pair, const std::string& prefix, b
 // Reads one key file (surrounding whitespace ignored). InvalidArgument naming
 // the file when it does not hold exactly one Z85 key; NotFound when missing.
 absl::StatusOr<std::string> ReadKeyFile(const std::string& path);
+
+// A client's CURVE keys (Z85, 40 characters each) for a CURVE phasord.
+struct CurveClientKeys {
+  std::string server_public_key;
+  std::string client_public_key;
+  std::string client_secret_key;
+};
+
+// Loads a client's keys: phasord's public key file and the client's pair as
+// `phasor keygen --out PREFIX` writes it (PREFIX.pub, PREFIX.secret).
+// InvalidArgument whose message starts with `server_field` or `client_field`
+// (the option or variable that named the file) and names the file.
+absl::StatusOr<CurveClientKeys> LoadCurveClientKeys(const std::string& server_key_file,
+                                                    const std::string& client_key_prefix,
+                                                    absl::string_view server_field = "server key",
+                                                    absl::string_view client_field = "client keys");
+
+// A server's key pair from its two files; InvalidArgument naming the field.
+absl::StatusOr<CurveKeyPair> LoadCurveServerKeys(const std::string& secret_key_file, const std::string& public_key_file,
+                                                 absl::string_view secret_field, absl::string_view public_field);
 
 // Reads an allow-list file. InvalidArgument naming file and line for a line
 // that is not a Z85 key.

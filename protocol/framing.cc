@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "protocol/status.h"
 
 namespace phasor::protocol {
 namespace {
@@ -63,42 +64,39 @@ std::vector<std::string> EncodeFrames(MessageType type, const google::protobuf::
   return frames;
 }
 
-std::variant<Envelope, v1::Error> DecodeFrames(const std::vector<std::string>& frames,
-                                               const FramingOptions& options) {
+absl::StatusOr<Envelope> DecodeFrames(const std::vector<std::string>& frames, const FramingOptions& options) {
   if (frames.size() != 3) {
-    return MakeError(v1::Error::BAD_FRAMES,
+    return WireStatus(v1::Error::BAD_FRAMES,
                      absl::StrCat("expected 3 frames [version, type, payload], got ", frames.size()));
   }
   const std::vector<std::string> versions = SupportedVersions();
   bool spoken = false;
   for (const std::string& v : versions) spoken = spoken || frames[0] == v;
   if (!spoken) {
-    v1::Error error = MakeError(v1::Error::UNSUPPORTED_VERSION,
-                                absl::StrCat("frame 0: version '", Printable(frames[0]),
-                                             "' is not spoken; spoken: ", absl::StrJoin(versions, ", ")));
-    for (const std::string& v : versions) error.add_supported_versions(v);
-    return error;
+    return WireStatus(v1::Error::UNSUPPORTED_VERSION,
+                      absl::StrCat("frame 0: version '", Printable(frames[0]), "' is not spoken; spoken: ",
+                                   absl::StrJoin(versions, ", ")));
   }
   const std::optional<MessageType> type = MessageTypeFromName(frames[1]);
   if (!type) {
-    return MakeError(v1::Error::UNKNOWN_TYPE,
+    return WireStatus(v1::Error::UNKNOWN_TYPE,
                      absl::StrCat("frame 1: unknown message type '", Printable(frames[1]), "'"));
   }
   if (frames[2].size() > options.max_message_bytes) {
-    return MakeError(v1::Error::TOO_LARGE,
+    return WireStatus(v1::Error::TOO_LARGE,
                      absl::StrCat("frame 2: payload of ", frames[2].size(), " bytes exceeds the limit of ",
                                   options.max_message_bytes, " bytes"));
   }
   return Envelope{*type, frames[2]};
 }
 
-std::optional<v1::Error> ParsePayload(const Envelope& envelope, google::protobuf::MessageLite& message) {
+absl::Status ParsePayload(const Envelope& envelope, google::protobuf::MessageLite& message) {
   if (!message.ParseFromString(envelope.payload)) {
-    return MakeError(v1::Error::BAD_PAYLOAD,
+    return WireStatus(v1::Error::BAD_PAYLOAD,
                      absl::StrCat("frame 2: payload of ", envelope.payload.size(),
                                   " bytes does not parse as ", std::string(MessageTypeName(envelope.type))));
   }
-  return std::nullopt;
+  return absl::OkStatus();
 }
 
 v1::Error MakeError(v1::Error::Code code, std::string message, uint64_t request_id) {

@@ -11,9 +11,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "google/protobuf/message_lite.h"
 #include "protocol/phasor.pb.h"
 
@@ -61,15 +62,14 @@ struct Envelope {
 std::vector<std::string> EncodeFrames(MessageType type, const google::protobuf::MessageLite& message);
 
 // Decodes the frames of one message (routing frames already removed). On
-// failure returns the Error to answer with: BAD_FRAMES (not exactly three
-// frames), UNSUPPORTED_VERSION (with supported_versions filled), UNKNOWN_TYPE,
+// failure the Status carries the wire code to answer with (protocol/status.h):
+// BAD_FRAMES (not exactly three frames), UNSUPPORTED_VERSION, UNKNOWN_TYPE,
 // TOO_LARGE. The payload is not parsed here (see ParsePayload).
-std::variant<Envelope, v1::Error> DecodeFrames(const std::vector<std::string>& frames,
-                                               const FramingOptions& options);
+absl::StatusOr<Envelope> DecodeFrames(const std::vector<std::string>& frames, const FramingOptions& options);
 
-// Parses an envelope's payload as `message`; on failure returns a BAD_PAYLOAD
-// Error naming the type.
-std::optional<v1::Error> ParsePayload(const Envelope& envelope, google::protobuf::MessageLite& message);
+// Parses an envelope's payload as `message`; on failure a BAD_PAYLOAD Status
+// naming the type.
+absl::Status ParsePayload(const Envelope& envelope, google::protobuf::MessageLite& message);
 
 // An Error message.
 v1::Error MakeError(v1::Error::Code code, std::string message, uint64_t request_id = 0);

@@ -2,22 +2,39 @@
 # Installs the Debian 12 packages phasor builds, tests and runs with.
 # Idempotent and non-interactive: packages already present are not touched,
 # and `apt-get update` runs only when something is missing.
+#
+# usage: scripts/install-deps.sh [build|all]
+#   build  what configuring and building needs (`make demo`)
+#   all    that, and the programs the tests start (`make test`; the default)
 set -euo pipefail
+group="${1:-all}"
+case "$group" in
+  build|all) ;;
+  *) echo "install-deps: unknown group '$group' (build or all)" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  clang clang-format libclang-rt-14-dev  # libFuzzer runtime (only a Recommends of clang)
   # placer, topology, CLI
   libboost-graph-dev libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
   # protocol and daemon
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
+  prometheus-cpp-dev libcpp-httplib-dev
   python3 python3-zmq python3-protobuf
   # probes
   dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev
-  # tests and benchmarks
-  googletest libgtest-dev libgmock-dev libbenchmark-dev iproute2
-  chromium  # headless: the `phasor diagnose` HTML report's browser check
+  # the test and benchmark libraries (configuring needs them)
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
 )
+test_packages=(
+  clang clang-format libclang-rt-14-dev  # libFuzzer runtime (only a Recommends of clang)
+  iproute2  # network namespaces of the live-capture tests
+  chromium  # headless: the `phasor diagnose` HTML report's browser check
+  prometheus  # a real Prometheus scrapes phasord in prometheus_scrape_test
+)
+if [ "$group" = all ]; then
+  packages+=("${test_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

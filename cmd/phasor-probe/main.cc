@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "cmd/phasor-probe/profile_publisher.h"
+#include "integrations/client/profile_publisher.h"
 #include "probe/dpdk_probe.h"
 #include "probe/profile_report.h"
 
@@ -44,6 +44,10 @@ int ExitCode(const absl::Status& s) {
 
 int main(int argc, char** argv) {
   using namespace phasor::probe;
+  using phasor::client::LoadPublishKeys;
+  using phasor::client::ProfilePublisher;
+  using phasor::client::PublisherOptions;
+  using phasor::client::ToProfileUpdate;
   // Our options before `--`, the EAL's after it.
   int split = argc;
   for (int i = 1; i < argc; ++i) {

@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cmd/phasor-probe/profile_publisher.h"
+#include "integrations/client/profile_publisher.h"
 #include "cmd/phasor/commands.h"
 #include "cmd/phasor/profile_sources.h"
 #include "probe/profile_report.h"
@@ -30,7 +30,7 @@ namespace phasor::cmd {
 namespace {
 
 struct PublishFlags {
-  probe::PublisherOptions publisher;
+  client::PublisherOptions publisher;
   std::string server_key, keys, subjects;
 };
 
@@ -84,7 +84,7 @@ v1::ProfileUpdate UpdateOf(const nlohmann::json& line, v1::ProfileUpdate::Subjec
 // nothing printed).
 struct Publishing {
   SubjectTable subjects;
-  std::unique_ptr<probe::ProfilePublisher> publisher;
+  std::unique_ptr<client::ProfilePublisher> publisher;
   std::string endpoint;
 };
 
@@ -97,14 +97,14 @@ Publishing PreparePublishing(const ProfileSourceFlags& source, const PublishFlag
     if (!table.ok()) Fail(kExitBadInput, std::string(table.status().message()));
     for (const std::string& job : table->Jobs()) out.subjects[job] = {v1::ProfileUpdate::JOB, job};
   }
-  probe::PublisherOptions options = flags.publisher;
+  client::PublisherOptions options = flags.publisher;
   options.program = "phasor profile";
   if (!flags.server_key.empty() || !flags.keys.empty()) {
-    auto keys = probe::LoadPublishKeys(flags.server_key, flags.keys);
+    auto keys = client::LoadPublishKeys(flags.server_key, flags.keys);
     if (!keys.ok()) Fail(kExitBadInput, std::string(keys.status().message()));
     options.curve = *keys;
   }
-  auto publisher = probe::ProfilePublisher::Create(options, std::cerr);
+  auto publisher = client::ProfilePublisher::Create(options, std::cerr);
   if (!publisher.ok()) Fail(kExitBadInput, std::string(publisher.status().message()));
   out.publisher = *std::move(publisher);
   out.endpoint = options.endpoint;

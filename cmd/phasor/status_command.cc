@@ -1,18 +1,44 @@
 // `phasor status`: reads phasord's Prometheus metrics endpoint and prints a
 // summary (or the raw text with --raw).
+#include <httplib.h>
+
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cmd/phasor/commands.h"
-#include "cmd/phasord/metrics.h"
 
 namespace phasor::cmd {
 namespace {
+
+// GET http://HOST:PORT/metrics. InvalidArgument for an address that is not
+// HOST:PORT, Unavailable when nothing answers in time, NotFound for a
+// non-200 answer.
+absl::StatusOr<std::string> FetchMetrics(const std::string& host_port, int timeout_ms) {
+  const size_t colon = host_port.rfind(':');
+  uint32_t port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(host_port.substr(colon + 1), &port) || port == 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--metrics: '", host_port, "' is not HOST:PORT"));
+  }
+  std::string host = host_port.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  httplib::Client client(host, static_cast<int>(port));
+  client.set_connection_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+  client.set_read_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+  httplib::Result res = client.Get("/metrics");
+  if (!res) {
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", host_port, ": ", httplib::to_string(res.error())));
+  }
+  if (res->status != 200) return absl::NotFoundError(absl::StrCat(host_port, "/metrics: HTTP ", res->status));
+  return res->body;
+}
 
 struct Sample {
   std::string name;
@@ -78,7 +104,7 @@ void AddStatusCommand(CLI::App& app) {
   sub->add_flag("--raw", flags->raw, "print the Prometheus text as served");
   sub->add_option("--timeout-ms", flags->timeout_ms, "how long to wait for phasord")->capture_default_str();
   sub->callback([flags] {
-    absl::StatusOr<std::string> text = daemon::HttpGet(flags->metrics, "/metrics", flags->timeout_ms);
+    absl::StatusOr<std::string> text = FetchMetrics(flags->metrics, flags->timeout_ms);
     if (!text.ok()) {
       std::cerr << "phasor status: " << text.status().message() << "\n";
       throw CLI::RuntimeError(absl::IsInvalidArgument(text.status()) ? kExitBadInput : kExitFailure);

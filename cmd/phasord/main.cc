@@ -11,8 +11,8 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
-#include "cmd/phasord/config.h"
-#include "cmd/phasord/daemon.h"
+#include "daemon/config.h"
+#include "daemon/server.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     std::cerr << "phasord: " << s.message() << "\n";
     return 2;
   }
-  spdlog::set_level(spdlog::level::from_str(options->log_level));
+  phasor::daemon::SetLogLevel(options->log_level);
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);

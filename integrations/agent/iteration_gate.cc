@@ -7,32 +7,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "protocol/framing.h"
-#include "zmq_addon.hpp"
 
 namespace phasor::agent {
 
 namespace v1 = ::phasor::v1;
-using protocol::MessageType;
 
 namespace {
 
 int64_t SystemNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// The payload of an OffsetUpdate for `job` in frames [version, type, payload],
-// or nullopt for anything else (other jobs sharing a topic prefix, errors).
-std::optional<v1::OffsetUpdate> ParseOffset(const std::vector<std::string>& body, const std::string& job) {
-  protocol::FramingOptions framing;
-  auto decoded = protocol::DecodeFrames(body, framing);
-  if (!std::holds_alternative<protocol::Envelope>(decoded)) return std::nullopt;
-  const protocol::Envelope& env = std::get<protocol::Envelope>(decoded);
-  v1::OffsetUpdate update;
-  if (env.type != MessageType::kOffsetUpdate || !update.ParseFromString(env.payload)) return std::nullopt;
-  if (update.job() != job || update.period_us() == 0) return std::nullopt;
-  return update;
 }
 
 }  // namespace
@@ -53,52 +37,23 @@ absl::StatusOr<std::unique_ptr<IterationGate>> IterationGate::Create(IterationGa
   if (options.fail_open_ms < 0) return absl::InvalidArgumentError("fail_open_ms: must be >= 0");
   if (options.retry_ms <= 0) return absl::InvalidArgumentError("retry_ms: must be > 0");
   if (!options.now_epoch_us) options.now_epoch_us = SystemNowUs;
-  std::unique_ptr<IterationGate> gate(new IterationGate(std::move(options), zmq::context_t(1)));
-  if (absl::Status s = gate->Open(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<client::OffsetSubscriber>> offsets = client::OffsetSubscriber::Connect(
+      {options.job, options.request_endpoint, options.offset_endpoint, options.curve});
+  if (!offsets.ok()) return offsets.status();
+  std::unique_ptr<IterationGate> gate(new IterationGate(std::move(options), *std::move(offsets)));
+  gate->SendGetOffset();
   return gate;
 }
 
-IterationGate::IterationGate(IterationGateOptions options, zmq::context_t context)
-    : options_(std::move(options)), context_(std::move(context)) {}
-
-IterationGate::~IterationGate() {
-  sub_.close();
-  dealer_.close();
-}
-
-absl::Status IterationGate::Open() {
-  sub_ = zmq::socket_t(context_, zmq::socket_type::sub);
-  dealer_ = zmq::socket_t(context_, zmq::socket_type::dealer);
-  for (zmq::socket_t* s : {&sub_, &dealer_}) {
-    s->set(zmq::sockopt::linger, 0);
-    if (options_.curve) {
-      if (absl::Status st = client::ApplyCurve(*s, *options_.curve); !st.ok()) return st;
-    }
-  }
-  sub_.set(zmq::sockopt::subscribe, options_.job);
-  try {
-    sub_.connect(options_.offset_endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(absl::StrCat("offset_endpoint: '", options_.offset_endpoint, "': ", e.what()));
-  }
-  try {
-    dealer_.connect(options_.request_endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(absl::StrCat("request_endpoint: '", options_.request_endpoint, "': ", e.what()));
-  }
+IterationGate::IterationGate(IterationGateOptions options, std::unique_ptr<client::OffsetSubscriber> offsets)
+    : options_(std::move(options)), offsets_(std::move(offsets)) {
   fail_open_left_us_ = static_cast<int64_t>(options_.fail_open_ms) * 1000;
-  SendGetOffset();
-  return absl::OkStatus();
 }
+
+IterationGate::~IterationGate() = default;
 
 void IterationGate::SendGetOffset() {
-  v1::GetOffset request;
-  request.set_request_id(next_request_id_++);
-  request.set_job(options_.job);
-  const std::vector<std::string> frames = protocol::EncodeFrames(MessageType::kGetOffset, request);
-  std::vector<zmq::const_buffer> out = {zmq::const_buffer(nullptr, 0)};
-  for (const std::string& f : frames) out.push_back(zmq::buffer(f));
-  (void)zmq::send_multipart(dealer_, out, zmq::send_flags::dontwait);
+  offsets_->RequestOffset();
   last_request_us_ = options_.now_epoch_us();
 }
 
@@ -112,26 +67,7 @@ void IterationGate::Accept(const v1::OffsetUpdate& update) {
 }
 
 void IterationGate::Drain(int timeout_ms) {
-  zmq::pollitem_t items[] = {{sub_.handle(), 0, ZMQ_POLLIN, 0}, {dealer_.handle(), 0, ZMQ_POLLIN, 0}};
-  if (zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms)) <= 0) return;
-  while (true) {
-    bool got = false;
-    std::vector<zmq::message_t> in;
-    if (zmq::recv_multipart(sub_, std::back_inserter(in), zmq::recv_flags::dontwait)) {
-      got = true;
-      std::vector<std::string> body;
-      for (size_t i = 1; i < in.size(); ++i) body.push_back(in[i].to_string());  // skip the topic
-      if (auto u = ParseOffset(body, options_.job)) Accept(*u);
-    }
-    in.clear();
-    if (zmq::recv_multipart(dealer_, std::back_inserter(in), zmq::recv_flags::dontwait)) {
-      got = true;
-      std::vector<std::string> body;
-      for (size_t i = (!in.empty() && in[0].size() == 0) ? 1 : 0; i < in.size(); ++i) body.push_back(in[i].to_string());
-      if (auto u = ParseOffset(body, options_.job)) Accept(*u);
-    }
-    if (!got) return;
-  }
+  for (const v1::OffsetUpdate& u : offsets_->Poll(timeout_ms)) Accept(u);
 }
 
 GateResult IterationGate::Wait() {

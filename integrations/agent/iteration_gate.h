@@ -1,6 +1,7 @@
 // The training-loop agent (SPEC section 7): call Wait() at the top of every
-// iteration. The gate subscribes to its job's OffsetUpdates, asks phasord
-// with GetOffset (so a late joiner is never lost), and holds the iteration
+// iteration. The gate follows its job's offset through the client's
+// OffsetSubscriber (published OffsetUpdates, and GetOffset so that a late
+// joiner is never lost), and holds the iteration
 // until the job's next slot origin + shift + n * period:
 //   - once: only the first iteration after an offset arrives (or changes, or
 //     is re-sent by phasord's closed loop) waits; then the job runs free
@@ -24,7 +25,6 @@
 #include "absl/status/statusor.h"
 #include "integrations/client/client.h"
 #include "protocol/phasor.pb.h"
-#include "zmq.hpp"
 
 namespace phasor::agent {
 
@@ -68,22 +68,18 @@ class IterationGate {
   static int64_t NextSlot(const phasor::v1::OffsetUpdate& offset, int64_t now_epoch_us);
 
  private:
-  IterationGate(IterationGateOptions options, zmq::context_t context);
-  absl::Status Open();
+  IterationGate(IterationGateOptions options, std::unique_ptr<client::OffsetSubscriber> offsets);
   void SendGetOffset();
   // Reads whatever arrived, waiting up to timeout_ms for the first message.
   void Drain(int timeout_ms);
   void Accept(const phasor::v1::OffsetUpdate& update);
 
   IterationGateOptions options_;
-  zmq::context_t context_;
-  zmq::socket_t sub_;
-  zmq::socket_t dealer_;
+  std::unique_ptr<client::OffsetSubscriber> offsets_;
   std::optional<phasor::v1::OffsetUpdate> offset_;
   bool need_align_ = false;
   int64_t fail_open_left_us_ = 0;
   int64_t last_request_us_ = 0;
-  uint64_t next_request_id_ = 1;
 };
 
 }  // namespace phasor::agent

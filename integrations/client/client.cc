@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
+#include "protocol/status.h"
 #include "zmq_addon.hpp"
 
 namespace phasor::client {
@@ -21,29 +22,6 @@ absl::Status ApplyCurve(zmq::socket_t& socket, const CurveClientKeys& keys) {
   socket.set(zmq::sockopt::curve_publickey, keys.client_public_key);
   socket.set(zmq::sockopt::curve_secretkey, keys.client_secret_key);
   return absl::OkStatus();
-}
-
-absl::Status StatusFromError(const v1::Error& error) {
-  const std::string msg = absl::StrCat("phasord: ", std::string(protocol::ErrorCodeName(error.code())), ": ",
-                                       error.message());
-  switch (error.code()) {
-    case v1::Error::NOT_FOUND:
-      return absl::NotFoundError(msg);
-    case v1::Error::INVALID_ARGUMENT:
-    case v1::Error::BAD_FRAMES:
-    case v1::Error::BAD_PAYLOAD:
-    case v1::Error::UNKNOWN_TYPE:
-      return absl::InvalidArgumentError(msg);
-    case v1::Error::LIMIT_EXCEEDED:
-    case v1::Error::TOO_LARGE:
-      return absl::ResourceExhaustedError(msg);
-    case v1::Error::UNSUPPORTED_VERSION:
-      return absl::FailedPreconditionError(msg);
-    case v1::Error::UNAUTHENTICATED:
-      return absl::UnauthenticatedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options, zmq::context_t* context) {
@@ -112,12 +90,12 @@ absl::Status Client::Call(MessageType type, google::protobuf::Message& request, 
     (void)zmq::recv_multipart(socket_, std::back_inserter(in));
     std::vector<std::string> body;
     for (size_t i = (!in.empty() && in[0].size() == 0) ? 1 : 0; i < in.size(); ++i) body.push_back(in[i].to_string());
-    auto decoded = protocol::DecodeFrames(body, framing);
-    if (std::holds_alternative<v1::Error>(decoded)) {
-      return absl::InternalError(absl::StrCat("phasord at ", options_.endpoint, ": malformed reply: ",
-                                              std::get<v1::Error>(decoded).message()));
+    absl::StatusOr<protocol::Envelope> decoded = protocol::DecodeFrames(body, framing);
+    if (!decoded.ok()) {
+      return absl::InternalError(
+          absl::StrCat("phasord at ", options_.endpoint, ": malformed reply: ", decoded.status().message()));
     }
-    const protocol::Envelope& env = std::get<protocol::Envelope>(decoded);
+    const protocol::Envelope& env = *decoded;
     if (env.type == MessageType::kError) {
       v1::Error error;
       if (!error.ParseFromString(env.payload)) return absl::InternalError("phasord: unparsable Error reply");
@@ -125,7 +103,7 @@ absl::Status Client::Call(MessageType type, google::protobuf::Message& request, 
         ++stale_replies_;
         continue;
       }
-      return StatusFromError(error);
+      return protocol::StatusFromError(error);
     }
     if (env.type != reply_type || !reply.ParseFromString(env.payload)) {
       return absl::InternalError(absl::StrCat("phasord at ", options_.endpoint, ": unexpected ",
@@ -189,36 +167,90 @@ absl::StatusOr<v1::Snapshot> Client::GetSnapshot() {
   return reply;
 }
 
-absl::StatusOr<std::unique_ptr<ProfileSender>> ProfileSender::Connect(const std::string& endpoint,
-                                                                      const std::optional<CurveClientKeys>& curve,
-                                                                      zmq::context_t* context) {
-  if (endpoint.empty()) return absl::InvalidArgumentError("endpoint: required");
-  std::unique_ptr<zmq::context_t> owned;
-  if (context == nullptr) {
-    owned = std::make_unique<zmq::context_t>(1);
-    context = owned.get();
+namespace {
+
+// The job's OffsetUpdate in frames [version, type, payload], or nullopt for
+// anything else (other jobs sharing a topic prefix, errors).
+std::optional<v1::OffsetUpdate> ParseOffset(const std::vector<std::string>& body, const std::string& job) {
+  absl::StatusOr<protocol::Envelope> env = protocol::DecodeFrames(body, protocol::FramingOptions{});
+  v1::OffsetUpdate update;
+  if (!env.ok() || env->type != MessageType::kOffsetUpdate || !update.ParseFromString(env->payload)) {
+    return std::nullopt;
   }
-  zmq::socket_t socket(*context, zmq::socket_type::push);
-  socket.set(zmq::sockopt::linger, 2000);
-  if (curve) {
-    if (absl::Status s = ApplyCurve(socket, *curve); !s.ok()) return s;
-  }
-  try {
-    socket.connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(absl::StrCat("endpoint: cannot connect to '", endpoint, "': ", e.what()));
-  }
-  return std::unique_ptr<ProfileSender>(new ProfileSender(std::move(owned), std::move(socket)));
+  if (update.job() != job || update.period_us() == 0) return std::nullopt;
+  return update;
 }
 
-absl::Status ProfileSender::Send(const v1::ProfileUpdate& update) {
-  const std::vector<std::string> frames = protocol::EncodeFrames(MessageType::kProfileUpdate, update);
-  std::vector<zmq::const_buffer> out;
-  for (const std::string& f : frames) out.push_back(zmq::buffer(f));
-  if (!zmq::send_multipart(socket_, out, zmq::send_flags::dontwait)) {
-    return absl::UnavailableError("profile endpoint: send queue full (is phasord running?)");
+}  // namespace
+
+OffsetSubscriber::OffsetSubscriber(OffsetSubscriberOptions options)
+    : options_(std::move(options)),
+      sub_(context_, zmq::socket_type::sub),
+      dealer_(context_, zmq::socket_type::dealer) {}
+
+OffsetSubscriber::~OffsetSubscriber() {
+  sub_.close();
+  dealer_.close();
+}
+
+absl::StatusOr<std::unique_ptr<OffsetSubscriber>> OffsetSubscriber::Connect(OffsetSubscriberOptions options) {
+  if (options.job.empty()) return absl::InvalidArgumentError("job: required");
+  if (options.request_endpoint.empty()) return absl::InvalidArgumentError("request_endpoint: required");
+  if (options.offset_endpoint.empty()) return absl::InvalidArgumentError("offset_endpoint: required");
+  std::unique_ptr<OffsetSubscriber> s(new OffsetSubscriber(std::move(options)));
+  for (zmq::socket_t* socket : {&s->sub_, &s->dealer_}) {
+    socket->set(zmq::sockopt::linger, 0);
+    if (s->options_.curve) {
+      if (absl::Status st = ApplyCurve(*socket, *s->options_.curve); !st.ok()) return st;
+    }
   }
-  return absl::OkStatus();
+  s->sub_.set(zmq::sockopt::subscribe, s->options_.job);
+  try {
+    s->sub_.connect(s->options_.offset_endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::InvalidArgumentError(absl::StrCat("offset_endpoint: '", s->options_.offset_endpoint, "': ", e.what()));
+  }
+  try {
+    s->dealer_.connect(s->options_.request_endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_endpoint: '", s->options_.request_endpoint, "': ", e.what()));
+  }
+  return s;
+}
+
+void OffsetSubscriber::RequestOffset() {
+  v1::GetOffset request;
+  request.set_request_id(next_request_id_++);
+  request.set_job(options_.job);
+  const std::vector<std::string> frames = protocol::EncodeFrames(MessageType::kGetOffset, request);
+  std::vector<zmq::const_buffer> out = {zmq::const_buffer(nullptr, 0)};
+  for (const std::string& f : frames) out.push_back(zmq::buffer(f));
+  (void)zmq::send_multipart(dealer_, out, zmq::send_flags::dontwait);
+}
+
+std::vector<v1::OffsetUpdate> OffsetSubscriber::Poll(int timeout_ms) {
+  std::vector<v1::OffsetUpdate> updates;
+  zmq::pollitem_t items[] = {{sub_.handle(), 0, ZMQ_POLLIN, 0}, {dealer_.handle(), 0, ZMQ_POLLIN, 0}};
+  if (zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms)) <= 0) return updates;
+  while (true) {
+    bool got = false;
+    std::vector<zmq::message_t> in;
+    if (zmq::recv_multipart(sub_, std::back_inserter(in), zmq::recv_flags::dontwait)) {
+      got = true;
+      std::vector<std::string> body;
+      for (size_t i = 1; i < in.size(); ++i) body.push_back(in[i].to_string());  // skip the topic
+      if (auto u = ParseOffset(body, options_.job)) updates.push_back(*std::move(u));
+    }
+    in.clear();
+    if (zmq::recv_multipart(dealer_, std::back_inserter(in), zmq::recv_flags::dontwait)) {
+      got = true;
+      std::vector<std::string> body;
+      for (size_t i = (!in.empty() && in[0].size() == 0) ? 1 : 0; i < in.size(); ++i) body.push_back(in[i].to_string());
+      if (auto u = ParseOffset(body, options_.job)) updates.push_back(*std::move(u));
+    }
+    if (!got) return updates;
+  }
 }
 
 }  // namespace phasor::client

@@ -1,5 +1,11 @@
-// C++ client of phasord (SPEC section 9): host schedulers rank and commit,
-// probes push profiles. docs/protocol.md has examples.
+// The client side of phasord's wire (SPEC section 9), every socket of it:
+//   - Client: requests on the ROUTER (host schedulers rank and commit, tools
+//     ask for offsets, health and snapshots);
+//   - OffsetSubscriber: a job's OffsetUpdates from the PUB socket plus
+//     GetOffset answers, without blocking (the training-loop agents);
+//   - ProfilePublisher (profile_publisher.h): ProfileUpdates to the PULL socket
+//     (the probes).
+// docs/protocol.md has examples.
 //
 //   phasor::client::ClientOptions o;
 //   o.endpoint = "tcp://phasord.example:7410";
@@ -9,10 +15,11 @@
 //   (*client)->Commit(ranked->ranking_id, ranked->ranking.ranked[0].candidate);
 //
 // A Client is not thread-safe (one ZeroMQ socket); use one per thread.
-// Errors: phasord's Error replies become Statuses with the matching code
+// Errors: phasord's Error replies become Statuses by protocol/status.h
 // (NOT_FOUND -> NotFound, INVALID_ARGUMENT/BAD_* -> InvalidArgument,
 // LIMIT_EXCEEDED/TOO_LARGE -> ResourceExhausted, UNSUPPORTED_VERSION ->
-// FailedPrecondition); no answer within timeout_ms is Unavailable.
+// FailedPrecondition, UNKNOWN_TYPE -> Unimplemented); no answer within
+// timeout_ms is Unavailable.
 #ifndef PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_
 #define PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_
 
@@ -25,18 +32,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "placer/ranker.h"
+#include "protocol/curve_keys.h"
 #include "protocol/framing.h"
 #include "protocol/phasor.pb.h"
 #include "zmq.hpp"
 
 namespace phasor::client {
 
-// CURVE keys (Z85, 40 characters each) for a client of a CURVE phasord.
-struct CurveClientKeys {
-  std::string server_public_key;
-  std::string client_public_key;
-  std::string client_secret_key;
-};
+// CURVE keys of a client (protocol/curve_keys.h loads them from files).
+using CurveClientKeys = protocol::CurveClientKeys;
 
 // Applies CURVE client keys to a socket (any type). InvalidArgument for a
 // key that is not Z85.
@@ -97,25 +101,37 @@ class Client {
   uint64_t stale_replies_ = 0;
 };
 
-// Pushes ProfileUpdates to phasord's PULL socket (probes). Not thread-safe.
-class ProfileSender {
- public:
-  static absl::StatusOr<std::unique_ptr<ProfileSender>> Connect(const std::string& endpoint,
-                                                                const std::optional<CurveClientKeys>& curve,
-                                                                zmq::context_t* context = nullptr);
-  // Queues one update (ZeroMQ delivers it in the background). Unavailable
-  // when the send queue is full.
-  absl::Status Send(const phasor::v1::ProfileUpdate& update);
-
- private:
-  ProfileSender(std::unique_ptr<zmq::context_t> owned, zmq::socket_t socket)
-      : owned_context_(std::move(owned)), socket_(std::move(socket)) {}
-  std::unique_ptr<zmq::context_t> owned_context_;
-  zmq::socket_t socket_;
+struct OffsetSubscriberOptions {
+  std::string job;               // the job whose offsets to follow. Required.
+  std::string request_endpoint;  // phasord's ROUTER (GetOffset). Required.
+  std::string offset_endpoint;   // phasord's PUB (OffsetUpdate, topic = job id). Required.
+  std::optional<CurveClientKeys> curve;
 };
 
-// The Status for an Error reply.
-absl::Status StatusFromError(const phasor::v1::Error& error);
+// Follows one job's offset: subscribes to its OffsetUpdates and asks with
+// GetOffset (so a late joiner is never lost), without ever blocking longer
+// than asked. Not thread-safe (two ZeroMQ sockets); one per training process.
+class OffsetSubscriber {
+ public:
+  // InvalidArgument for missing fields, bad keys or endpoints ZeroMQ refuses.
+  static absl::StatusOr<std::unique_ptr<OffsetSubscriber>> Connect(OffsetSubscriberOptions options);
+  ~OffsetSubscriber();
+
+  // Sends a GetOffset for the job (answered, later, through Poll).
+  void RequestOffset();
+  // The job's OffsetUpdates that arrived (published or answering GetOffset),
+  // waiting up to `timeout_ms` for the first; other jobs' updates sharing the
+  // topic prefix, errors and malformed messages are dropped.
+  std::vector<phasor::v1::OffsetUpdate> Poll(int timeout_ms);
+
+ private:
+  OffsetSubscriber(OffsetSubscriberOptions options);
+  OffsetSubscriberOptions options_;
+  zmq::context_t context_{1};
+  zmq::socket_t sub_;
+  zmq::socket_t dealer_;
+  uint64_t next_request_id_ = 1;
+};
 
 }  // namespace phasor::client
 

@@ -1,4 +1,4 @@
-#include "cmd/phasord/config.h"
+#include "daemon/config.h"
 
 #include <filesystem>
 #include <fstream>

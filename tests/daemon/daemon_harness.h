@@ -14,10 +14,9 @@
 #include <string>
 #include <thread>
 
-#include "cmd/phasord/daemon.h"
+#include "daemon/server.h"
 #include "gtest/gtest.h"
 #include "placer/ranker.h"
-#include "spdlog/spdlog.h"
 #include "tests/testing/rankings.h"
 
 namespace phasor::testing {
@@ -32,7 +31,7 @@ inline std::string MakeTempDir() {
 class DaemonHarness {
  public:
   explicit DaemonHarness(const std::function<void(daemon::DaemonOptions&)>& tweak = nullptr) : dir_(MakeTempDir()) {
-    spdlog::set_level(spdlog::level::warn);
+    daemon::SetLogLevel("warn");
     options_.request_endpoint = "ipc://" + dir_ + "/requests";
     options_.profile_endpoint = "ipc://" + dir_ + "/profiles";
     options_.offset_endpoint = "ipc://" + dir_ + "/offsets";

@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "placer/candidate_routing.h"
-#include "cmd/phasord/metrics.h"
+#include "daemon/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/http.h"
+#include "tests/testing/probe_publisher.h"
 #include "integrations/client/client.h"
 #include "placer/rank_json.h"
 #include "protocol/convert.h"
@@ -328,10 +330,9 @@ TEST(DaemonTest, ProfilesFromProbesFeedTheNextRanking) {
   DaemonHarness h([](daemon::DaemonOptions& o) { o.min_profile_confidence = 0.5; });
   ASSERT_TRUE(h.Start());
   auto c = Connect(h);
-  absl::StatusOr<std::unique_ptr<client::ProfileSender>> probe =
-      client::ProfileSender::Connect(h.options().profile_endpoint, std::nullopt);
+  auto probe = ::phasor::testing::ConnectProbe(h.options().profile_endpoint);
   ASSERT_TRUE(probe.ok());
-  ASSERT_TRUE((*probe)->Send(JobProfile("c", 0.2)).ok());  // too unsure: ignored
+  ASSERT_TRUE((*probe)->Publish(JobProfile("c", 0.2)));  // too unsure: ignored
   EXPECT_TRUE(DaemonHarness::WaitFor([&] {
     return h.daemon().metrics().Value("phasord_profiles_ignored_total", {{"reason", "low_confidence"}}) == 1;
   }));
@@ -339,7 +340,7 @@ TEST(DaemonTest, ProfilesFromProbesFeedTheNextRanking) {
   wire.mutable_jobs(2)->clear_profile();
   EXPECT_EQ(c->Rank(wire).status().code(), absl::StatusCode::kNotFound);
 
-  ASSERT_TRUE((*probe)->Send(JobProfile("c", 0.9)).ok());
+  ASSERT_TRUE((*probe)->Publish(JobProfile("c", 0.9)));
   EXPECT_TRUE(DaemonHarness::WaitFor(
       [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 1; }));
   absl::StatusOr<v1::RankReply> reply = c->Rank(wire);
@@ -372,12 +373,12 @@ TEST(DaemonTest, ClosedLoopResendsADriftingJobsOffset) {
   ASSERT_TRUE(NextOffset(sub, 2000).has_value());  // the commit's own publication
   const v1::OffsetUpdate a = commit->offsets(0);
   ASSERT_EQ(a.job(), "a");
-  auto probe = *client::ProfileSender::Connect(h.options().profile_endpoint, std::nullopt);
+  auto probe = *::phasor::testing::ConnectProbe(h.options().profile_endpoint);
 
   // On its slot (three periods later, 1.5 ms late): no re-alignment.
   v1::ProfileUpdate on_slot = JobProfile("a", 0.9);
   on_slot.set_t0_epoch_us(a.origin_epoch_us() + a.shift_us() + 3 * a.period_us() + 1500);
-  ASSERT_TRUE(probe->Send(on_slot).ok());
+  ASSERT_TRUE(probe->Publish(on_slot));
   EXPECT_TRUE(DaemonHarness::WaitFor(
       [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 1; }));
   EXPECT_EQ(h.daemon().metrics().Value("phasord_realignments_total", {{"job", "a"}}), 0);
@@ -387,7 +388,7 @@ TEST(DaemonTest, ClosedLoopResendsADriftingJobsOffset) {
   // 7 ms early: re-sent once and counted.
   v1::ProfileUpdate drifted = JobProfile("a", 0.9);
   drifted.set_t0_epoch_us(a.origin_epoch_us() + a.shift_us() + 5 * a.period_us() - 7000);
-  ASSERT_TRUE(probe->Send(drifted).ok());
+  ASSERT_TRUE(probe->Publish(drifted));
   std::optional<v1::OffsetUpdate> resent = NextOffset(sub, 2000);
   ASSERT_TRUE(resent.has_value());
   EXPECT_EQ(resent->shift_us(), a.shift_us());
@@ -395,7 +396,7 @@ TEST(DaemonTest, ClosedLoopResendsADriftingJobsOffset) {
   EXPECT_EQ(h.daemon().metrics().Value("phasord_realignments_total", {{"job", "a"}}), 1);
   EXPECT_EQ(h.daemon().metrics().Value("phasord_phase_error_us", {{"job", "a"}}), -7000);
   // Still drifting, but within the minimum interval: not re-sent again.
-  ASSERT_TRUE(probe->Send(drifted).ok());
+  ASSERT_TRUE(probe->Publish(drifted));
   EXPECT_TRUE(DaemonHarness::WaitFor(
       [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 3; }));
   EXPECT_EQ(h.daemon().metrics().Value("phasord_realignments_total", {{"job", "a"}}), 1);
@@ -410,7 +411,7 @@ TEST(DaemonTest, MetricsEndpointServesPrometheusText) {
   ASSERT_TRUE(c->Commit(ranked->ranking_id, ranked->reply.ranked(0).candidate()).ok());
   ASSERT_FALSE(c->GetOffset("nobody").ok());
   // A link profile from a probe is scored against the capacity phasord knows.
-  auto probe = *client::ProfileSender::Connect(h.options().profile_endpoint, std::nullopt);
+  auto probe = *::phasor::testing::ConnectProbe(h.options().profile_endpoint);
   v1::ProfileUpdate link;
   link.set_subject("tor2-up");
   link.set_kind(v1::ProfileUpdate::LINK);
@@ -418,12 +419,12 @@ TEST(DaemonTest, MetricsEndpointServesPrometheusText) {
   link.set_bin_us(1000);
   for (double g : {75.0, 50.0, 0.0, 0.0}) link.add_gbps(g);  // 25 Gb/s over 50 for a quarter
   link.set_confidence(1);
-  ASSERT_TRUE(probe->Send(link).ok());
+  ASSERT_TRUE(probe->Publish(link));
   EXPECT_TRUE(DaemonHarness::WaitFor(
       [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "link"}}) == 1; }));
 
-  const std::string where = "127.0.0.1:" + std::to_string(h.daemon().endpoints().metrics_port);
-  absl::StatusOr<std::string> text = daemon::HttpGet(where, "/metrics", 2000);
+  const int port = h.daemon().endpoints().metrics_port;
+  absl::StatusOr<std::string> text = ::phasor::testing::HttpGet("127.0.0.1", port, "/metrics");
   ASSERT_TRUE(text.ok()) << text.status().message();
   EXPECT_THAT(*text, HasSubstr("# TYPE phasord_requests_total counter\n"));
   EXPECT_THAT(*text, HasSubstr("phasord_requests_total{type=\"RankRequest\"} 1\n"));
@@ -435,7 +436,7 @@ TEST(DaemonTest, MetricsEndpointServesPrometheusText) {
   EXPECT_THAT(*text, HasSubstr("phasord_link_score{link=\"tor2-up\",source=\"probe\"} 0.875\n"));
   EXPECT_THAT(*text, HasSubstr("phasord_link_excess{link=\"tor2-up\",source=\"probe\"} 0.125\n"));
   EXPECT_THAT(*text, HasSubstr("phasord_jobs 3\n"));
-  EXPECT_EQ(daemon::HttpGet(where, "/nothing", 2000).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(::phasor::testing::HttpGet("127.0.0.1", port, "/nothing").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(DaemonTest, LoadEightClientsThousandRequestsEachNoneLostNoneTwice) {

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/probe_publisher.h"
 #include "integrations/client/client.h"
 #include "placer/candidate_routing.h"
 #include "placer/rank_json.h"
@@ -92,7 +93,7 @@ TEST(SnapshotTest, MeasuredProfilesWinAndServerFormPlacementsKeepTheirLinks) {
   ASSERT_TRUE(c->Commit(ranked->ranking_id, "across-leaves").ok());
 
   // A probe measures job b, with a phase reference.
-  auto probe = client::ProfileSender::Connect(h.options().profile_endpoint, std::nullopt);
+  auto probe = ::phasor::testing::ConnectProbe(h.options().profile_endpoint);
   ASSERT_TRUE(probe.ok());
   v1::ProfileUpdate u;
   u.set_subject("b");
@@ -102,7 +103,7 @@ TEST(SnapshotTest, MeasuredProfilesWinAndServerFormPlacementsKeepTheirLinks) {
   for (int k = 0; k < 20; ++k) u.add_gbps(k < 12 ? 70.0 : 0.0);
   u.set_t0_epoch_us(1'700'000'000'123'456);
   u.set_confidence(0.9);
-  ASSERT_TRUE((*probe)->Send(u).ok());
+  ASSERT_TRUE((*probe)->Publish(u));
   absl::StatusOr<v1::Snapshot> s;
   ASSERT_TRUE(DaemonHarness::WaitFor([&] {
     s = c->GetSnapshot();

@@ -1,4 +1,4 @@
-#include "cmd/phasord/state_store.h"
+#include "daemon/state_store.h"
 
 #include <filesystem>
 

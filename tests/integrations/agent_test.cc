@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "gtest/gtest.h"
+#include "tests/testing/probe_publisher.h"
 #include "integrations/client/client.h"
 #include "placer/rank_json.h"
 #include "protocol/convert.h"
@@ -167,7 +168,7 @@ TEST(EndToEndTest, ProbeSchedulerAndTwoAgentsOnLoopback) {
   const daemon::BoundEndpoints ep = h.daemon().endpoints();
 
   // Probe: 60 ms iterations, 24 ms Up bursts at 40 Gb/s.
-  auto probe = *client::ProfileSender::Connect(ep.profile, std::nullopt);
+  auto probe = *::phasor::testing::ConnectProbe(ep.profile);
   for (const char* job : {"a", "b"}) {
     v1::ProfileUpdate u;
     u.set_subject(job);
@@ -177,7 +178,7 @@ TEST(EndToEndTest, ProbeSchedulerAndTwoAgentsOnLoopback) {
     for (int k = 0; k < 10; ++k) u.add_gbps(k < 4 ? 40.0 : 0.0);
     u.set_confidence(0.95);
     u.set_source("e2e-probe");
-    ASSERT_TRUE(probe->Send(u).ok());
+    ASSERT_TRUE(probe->Publish(u));
   }
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 2; }));

@@ -7,12 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "placer/ranker.h"
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
+#include "protocol/endpoint.h"
 #include "protocol/framing.h"
+#include "protocol/status.h"
 #include "tests/testing/rankings.h"
 
 namespace phasor::protocol {
@@ -72,12 +75,12 @@ TEST(FramingTest, EncodeDecodeRoundTrip) {
   ASSERT_EQ(frames.size(), 3u);
   EXPECT_EQ(frames[0], "phasor.v1");
   EXPECT_EQ(frames[1], "GetOffset");
-  auto decoded = DecodeFrames(frames, {});
-  ASSERT_TRUE(std::holds_alternative<Envelope>(decoded));
-  const Envelope& env = std::get<Envelope>(decoded);
+  absl::StatusOr<Envelope> decoded = DecodeFrames(frames, {});
+  ASSERT_TRUE(decoded.ok());
+  const Envelope& env = *decoded;
   EXPECT_EQ(env.type, MessageType::kGetOffset);
   v1::GetOffset back;
-  EXPECT_FALSE(ParsePayload(env, back).has_value());
+  EXPECT_TRUE(ParsePayload(env, back).ok());
   EXPECT_EQ(back.request_id(), 7u);
   EXPECT_EQ(back.job(), "job-a");
 }
@@ -92,10 +95,11 @@ TEST(FramingTest, EveryTypeNameRoundTrips) {
   EXPECT_EQ(MessageTypeFromName("rankrequest"), std::nullopt);
 }
 
+// The Error phasord answers a bad message with (its Status through the one mapping).
 v1::Error DecodeError(const std::vector<std::string>& frames, FramingOptions options = {}) {
-  auto decoded = DecodeFrames(frames, options);
-  EXPECT_TRUE(std::holds_alternative<v1::Error>(decoded));
-  return std::holds_alternative<v1::Error>(decoded) ? std::get<v1::Error>(decoded) : v1::Error();
+  absl::StatusOr<Envelope> decoded = DecodeFrames(frames, options);
+  EXPECT_FALSE(decoded.ok());
+  return decoded.ok() ? v1::Error() : ErrorFromStatus(decoded.status());
 }
 
 TEST(FramingTest, WrongFrameCountIsBadFrames) {
@@ -130,7 +134,7 @@ TEST(FramingTest, UnknownTypeIsUnknownType) {
 TEST(FramingTest, OversizedPayloadIsTooLarge) {
   FramingOptions options;
   options.max_message_bytes = 10;
-  EXPECT_TRUE(std::holds_alternative<Envelope>(DecodeFrames({"phasor.v1", "Health", std::string(10, 'x')}, options)));
+  EXPECT_TRUE(DecodeFrames({"phasor.v1", "Health", std::string(10, 'x')}, options).ok());
   const v1::Error e = DecodeError({"phasor.v1", "Health", std::string(11, 'x')}, options);
   EXPECT_EQ(e.code(), v1::Error::TOO_LARGE);
   EXPECT_THAT(e.message(), HasSubstr("11 bytes exceeds the limit of 10"));
@@ -141,12 +145,46 @@ TEST(FramingTest, TruncatedPayloadIsBadPayload) {
   // Cutting inside a length-delimited field leaves bytes protobuf cannot parse.
   Envelope env{MessageType::kRankRequest, full.substr(0, full.size() / 2 + 1)};
   v1::RankRequest out;
-  std::optional<v1::Error> e = ParsePayload(env, out);
-  ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->code(), v1::Error::BAD_PAYLOAD);
-  EXPECT_THAT(e->message(), HasSubstr("does not parse as RankRequest"));
+  absl::Status s = ParsePayload(env, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_EQ(WireCode(s), v1::Error::BAD_PAYLOAD);
+  EXPECT_THAT(s.message(), HasSubstr("does not parse as RankRequest"));
   env.payload = "\xff\xff\xff\xff";
-  EXPECT_TRUE(ParsePayload(env, out).has_value());
+  EXPECT_FALSE(ParsePayload(env, out).ok());
+}
+
+TEST(StatusMappingTest, EveryWireCodeSurvivesStatusAndBack) {
+  for (int c = v1::Error::UNSUPPORTED_VERSION; c <= v1::Error::INTERNAL; ++c) {
+    const auto code = static_cast<v1::Error::Code>(c);
+    const v1::Error e = ErrorFromStatus(WireStatus(code, "why"), 42);
+    EXPECT_EQ(e.code(), code) << ErrorCodeName(code);
+    EXPECT_EQ(e.message(), "why");
+    EXPECT_EQ(e.request_id(), 42u);
+    const absl::Status back = StatusFromError(e);
+    EXPECT_EQ(WireCode(back), code) << ErrorCodeName(code);
+    EXPECT_EQ(back.message(), absl::StrCat("phasord: ", std::string(ErrorCodeName(code)), ": why"));
+  }
+}
+
+TEST(StatusMappingTest, PlainStatusesMapByCanonicalCode) {
+  EXPECT_EQ(ErrorFromStatus(absl::InvalidArgumentError("x")).code(), v1::Error::INVALID_ARGUMENT);
+  EXPECT_EQ(ErrorFromStatus(absl::NotFoundError("x")).code(), v1::Error::NOT_FOUND);
+  EXPECT_EQ(ErrorFromStatus(absl::ResourceExhaustedError("x")).code(), v1::Error::LIMIT_EXCEEDED);
+  EXPECT_EQ(ErrorFromStatus(absl::UnauthenticatedError("x")).code(), v1::Error::UNAUTHENTICATED);
+  EXPECT_EQ(ErrorFromStatus(absl::UnknownError("x")).code(), v1::Error::INTERNAL);
+  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).supported_versions_size(), 1);
+  EXPECT_TRUE(absl::IsNotFound(StatusFromError(ErrorFromStatus(absl::NotFoundError("x")))));
+  EXPECT_TRUE(absl::IsResourceExhausted(StatusFromError(protocol::MakeError(v1::Error::TOO_LARGE, "x"))));
+  EXPECT_TRUE(absl::IsInvalidArgument(StatusFromError(protocol::MakeError(v1::Error::BAD_FRAMES, "x"))));
+}
+
+TEST(EndpointTest, PlainOnlyWhereLocal) {
+  EXPECT_TRUE(CheckPlainEndpoint("e", "ipc:///tmp/x").ok());
+  EXPECT_TRUE(CheckPlainEndpoint("e", "tcp://127.0.0.1:5").ok());
+  EXPECT_EQ(CheckPlainEndpoint("e", "tcp://10.0.0.1:5", "give keys").message(),
+            "e: 'tcp://10.0.0.1:5' is not ipc:// or loopback: plain sockets are refused there; give keys");
+  EXPECT_EQ(CheckEndpoint("e", "http://x").message(), "e: 'http://x' is not a tcp://, ipc:// or inproc:// endpoint");
 }
 
 TEST(FramingTest, ErrorCodeNames) {

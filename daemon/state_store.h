@@ -5,10 +5,8 @@
 // Every mutating call is one transaction: when it returns OK the change
 // survives a crash of the process (and, with synchronous "full", a power
 // loss). Not thread-safe: one thread owns a StateStore.
-#ifndef PHASOR_CMD_PHASORD_STATE_STORE_H_
-#define PHASOR_CMD_PHASORD_STATE_STORE_H_
-
-#include <sqlite3.h>
+#ifndef PHASOR_DAEMON_STATE_STORE_H_
+#define PHASOR_DAEMON_STATE_STORE_H_
 
 #include <cstdint>
 #include <map>
@@ -19,6 +17,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+// SQLite stays behind the store: only state_store.cc includes <sqlite3.h>.
+struct sqlite3;
 
 namespace phasor::daemon {
 
@@ -68,6 +69,14 @@ struct CommittedInputs {
   std::map<std::string, double> capacities_gbps;  // link -> capacity
 };
 
+// A stored row that no longer validates (an old version's, or one written by
+// hand): which table, its key, and why.
+struct BadRow {
+  std::string table;  // offsets, placements, profiles, committed_profiles, committed_links
+  std::string key;    // the job, the link, or "<kind>/<subject>" for profiles
+  std::string reason;
+};
+
 class StateStore {
  public:
   // Opens (creating if needed) the database at `path`; synchronous is
@@ -97,7 +106,10 @@ class StateStore {
   // and link.
   absl::StatusOr<CommittedInputs> LoadCommittedInputs();
 
-  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets();
+  // Rows whose numbers do not fit their fields (a period of 0 or above
+  // 2^32 - 1 us, a shift not below its period, a negative version) are not
+  // returned but appended to `bad` (when given).
+  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets(std::vector<BadRow>* bad = nullptr);
   absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements();
 
   absl::Status PutProfile(const StoredProfile& profile);
@@ -106,6 +118,12 @@ class StateStore {
   absl::Status AddLinkScore(const LinkScoreSample& sample);
   // The newest `limit` samples of `link`, newest first.
   absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit);
+
+  // Moves a bad row out of its table into `quarantine` (table, key, reason,
+  // time), so that it is never loaded again and can still be inspected.
+  absl::Status Quarantine(const BadRow& row, int64_t at_epoch_us);
+  // Everything quarantined so far, oldest first.
+  absl::StatusOr<std::vector<BadRow>> LoadQuarantine();
 
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}
@@ -117,4 +135,4 @@ class StateStore {
 
 }  // namespace phasor::daemon
 
-#endif  // PHASOR_CMD_PHASORD_STATE_STORE_H_
+#endif  // PHASOR_DAEMON_STATE_STORE_H_

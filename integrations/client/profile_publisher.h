@@ -1,6 +1,6 @@
-// --publish of phasor-probe and `phasor profile`: sends every periodic
-// profile measured to phasord's PULL socket as a ProfileUpdate
-// (docs/protocol.md), beside the JSON lines.
+// The one profile publisher of the probes (phasor-probe --publish, `phasor
+// profile --publish`, tests): sends ProfileUpdates to phasord's PULL socket
+// (docs/protocol.md).
 //
 // Never blocks the probe for long: the PUSH socket only queues to a
 // connected phasord (ZMQ_IMMEDIATE), holds at most `queue` messages, and a
@@ -8,8 +8,8 @@
 // at the previous send; after a failure sends do not wait at all until one
 // succeeds again. An unreachable phasord is reported once on stderr (and
 // once more when it comes back).
-#ifndef PHASOR_CMD_PHASOR_PROBE_PROFILE_PUBLISHER_H_
-#define PHASOR_CMD_PHASOR_PROBE_PROFILE_PUBLISHER_H_
+#ifndef PHASOR_INTEGRATIONS_CLIENT_PROFILE_PUBLISHER_H_
+#define PHASOR_INTEGRATIONS_CLIENT_PROFILE_PUBLISHER_H_
 
 #include <cstdint>
 #include <map>
@@ -19,19 +19,19 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "integrations/client/client.h"
+#include "protocol/curve_keys.h"
 #include "nlohmann/json.hpp"
 #include "probe/profile_extractor.h"
 #include "protocol/phasor.pb.h"
 #include "zmq.hpp"
 
-namespace phasor::probe {
+namespace phasor::client {
 
 struct PublisherOptions {
   // phasord's profile_endpoint (tcp://, ipc:// or inproc://). Required.
   std::string endpoint;
   // CURVE keys; without them only ipc://, inproc:// and loopback TCP are accepted.
-  std::optional<client::CurveClientKeys> curve;
+  std::optional<protocol::CurveClientKeys> curve;
   // Longest wait of one send while phasord is reachable (default 100 ms).
   int send_timeout_ms = 100;
   // Messages queued towards phasord at most (ZMQ_SNDHWM, default 1000).
@@ -44,13 +44,12 @@ struct PublisherOptions {
 
 // The ProfileUpdate of a periodic profile (subject kind JOB or LINK).
 phasor::v1::ProfileUpdate ToProfileUpdate(const std::string& subject, phasor::v1::ProfileUpdate::SubjectKind kind,
-                                          const std::string& source, const ExtractedProfile& profile);
+                                          const std::string& source, const probe::ExtractedProfile& profile);
 
-// Reads the CURVE options: the server's public key file and the client's
-// key pair written by `phasor keygen --out PREFIX` (PREFIX.pub, PREFIX.secret).
-// InvalidArgument / NotFound naming the option and file.
-absl::StatusOr<client::CurveClientKeys> LoadPublishKeys(const std::string& server_key_file,
-                                                        const std::string& client_key_prefix);
+// Reads the --publish-server-key / --publish-keys options (both or neither)
+// with protocol::LoadCurveClientKeys. InvalidArgument naming the option.
+absl::StatusOr<protocol::CurveClientKeys> LoadPublishKeys(const std::string& server_key_file,
+                                                          const std::string& client_key_prefix);
 
 class ProfilePublisher {
  public:
@@ -87,6 +86,6 @@ class ProfilePublisher {
   std::map<std::string, uint64_t> skipped_;
 };
 
-}  // namespace phasor::probe
+}  // namespace phasor::client
 
-#endif  // PHASOR_CMD_PHASOR_PROBE_PROFILE_PUBLISHER_H_
+#endif  // PHASOR_INTEGRATIONS_CLIENT_PROFILE_PUBLISHER_H_

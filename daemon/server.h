@@ -1,4 +1,5 @@
-// phasord: the placement service (SPEC sections 7 and 9).
+// phasord's ZeroMQ server (SPEC section 9): the sockets in front of the
+// transport-free Service (service.h).
 //
 // Sockets: ROUTER (RankRequest, CommitPlacement, GetOffset, Health,
 // GetSnapshot; each gets one reply, an Error when anything is wrong), PULL
@@ -6,13 +7,14 @@
 // State lives in SQLite (StateStore) and is written before the reply that
 // acknowledges it.
 //
-// Threads: Run() owns every socket and the database; RankRequests are solved
-// on `solver_threads` worker threads; a CURVE authenticator thread (when
-// CURVE is on) and the metrics HTTP thread run beside them. Start() and the
+// Threads: Run() owns every socket and the Service (hence the database);
+// RankRequests are solved on the SolverPool's `solver_threads` threads; the
+// CURVE authenticator's thread (when CURVE is on) and the metrics HTTP
+// server's threads run beside them. Start() and the
 // destructor are called from one thread; Run() from one (possibly other)
 // thread; metrics() may be read from any thread.
-#ifndef PHASOR_CMD_PHASORD_DAEMON_H_
-#define PHASOR_CMD_PHASORD_DAEMON_H_
+#ifndef PHASOR_DAEMON_SERVER_H_
+#define PHASOR_DAEMON_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -21,14 +23,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "cmd/phasord/config.h"
-#include "cmd/phasord/metrics.h"
+#include "daemon/config.h"
+#include "daemon/metrics.h"
+#include "daemon/service.h"
 
 namespace phasor::daemon {
-
-// Now, in microseconds since the Unix epoch.
-using Clock = std::function<int64_t()>;
-Clock SystemClock();
 
 // The endpoints actually bound (a tcp://HOST:* wildcard resolved to its port).
 struct BoundEndpoints {
@@ -65,4 +64,4 @@ class Daemon {
 
 }  // namespace phasor::daemon
 
-#endif  // PHASOR_CMD_PHASORD_DAEMON_H_
+#endif  // PHASOR_DAEMON_SERVER_H_

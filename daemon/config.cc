@@ -1,10 +1,11 @@
-#include "cmd/phasord/config.h"
+#include "daemon/config.h"
 
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include "yaml-cpp/yaml.h"
 
 namespace phasor::daemon {
@@ -20,19 +21,7 @@ absl::Status Read(const YAML::Node& node, const std::string& key, T& out) {
   return absl::OkStatus();
 }
 
-bool IsZmqEndpoint(const std::string& e) {
-  return absl::StartsWith(e, "tcp://") || absl::StartsWith(e, "ipc://") || absl::StartsWith(e, "inproc://");
-}
-
 }  // namespace
-
-bool IsLocalEndpoint(const std::string& endpoint) {
-  if (absl::StartsWith(endpoint, "ipc://") || absl::StartsWith(endpoint, "inproc://")) return true;
-  if (!absl::StartsWith(endpoint, "tcp://")) return false;
-  const std::string host = endpoint.substr(6);
-  return absl::StartsWith(host, "127.") || absl::StartsWith(host, "localhost:") ||
-         absl::StartsWith(host, "[::1]:");
-}
 
 absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
   const std::pair<const char*, const std::string*> endpoints[] = {
@@ -40,20 +29,14 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
       {"profile_endpoint", &o.profile_endpoint},
       {"offset_endpoint", &o.offset_endpoint}};
   for (const auto& [key, value] : endpoints) {
-    if (!IsZmqEndpoint(*value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(key, ": '", *value, "' is not a tcp://, ipc:// or inproc:// endpoint"));
-    }
+    if (absl::Status s = protocol::CheckEndpoint(key, *value); !s.ok()) return s;
     if (!o.curve.enabled()) {
       if (!o.allow_plain) {
         return absl::InvalidArgumentError(absl::StrCat(
             key, ": plain socket refused: configure curve (server_secret_key_file, ...) or set "
                  "allow_plain: true for ipc:// or loopback endpoints"));
       }
-      if (!IsLocalEndpoint(*value)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            key, ": '", *value, "' is not ipc:// or loopback: plain sockets are refused there; configure curve"));
-      }
+      if (absl::Status s = protocol::CheckPlainEndpoint(key, *value); !s.ok()) return s;
     }
   }
   if (o.curve.enabled()) {
@@ -167,5 +150,7 @@ absl::StatusOr<DaemonOptions> LoadDaemonConfig(const std::string& path) {
   }
   return options;
 }
+
+void SetLogLevel(const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); }
 
 }  // namespace phasor::daemon

@@ -1,4 +1,6 @@
-#include "cmd/phasord/state_store.h"
+#include "daemon/state_store.h"
+
+#include <sqlite3.h>
 
 #include <utility>
 
@@ -57,6 +59,8 @@ CREATE TABLE IF NOT EXISTS link_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, li
 CREATE INDEX IF NOT EXISTS link_scores_by_link ON link_scores (link, id);
 CREATE TABLE IF NOT EXISTS committed_profiles (job TEXT PRIMARY KEY, profile BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS committed_links (link TEXT PRIMARY KEY, capacity_gbps REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL,
+                                       row_key TEXT NOT NULL, reason TEXT NOT NULL, at_epoch_us INTEGER NOT NULL);
 )sql";
 
 }  // namespace
@@ -220,13 +224,26 @@ absl::StatusOr<CommittedInputs> StateStore::LoadCommittedInputs() {
   return out;
 }
 
-absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets() {
+absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets(std::vector<BadRow>* bad) {
   Statement get(db_, "SELECT job, origin_epoch_us, period_us, shift_us, version FROM offsets ORDER BY job");
   if (!get.ok()) return Error("prepare");
   std::vector<StoredOffset> out;
   while (get.Step() == SQLITE_ROW) {
-    out.push_back({get.Text(0), get.Int(1), static_cast<uint32_t>(get.Int(2)), static_cast<uint32_t>(get.Int(3)),
-                   static_cast<uint64_t>(get.Int(4))});
+    const int64_t period = get.Int(2), shift = get.Int(3), version = get.Int(4);
+    std::string why;
+    if (period <= 0 || period > int64_t{UINT32_MAX}) {
+      why = absl::StrCat("period_us: ", period, " is outside 1..", UINT32_MAX);
+    } else if (shift < 0 || shift >= period) {
+      why = absl::StrCat("shift_us: ", shift, " is outside 0..period_us-1 (", period - 1, ")");
+    } else if (version < 0) {
+      why = absl::StrCat("version: ", version, " is negative");
+    }
+    if (!why.empty()) {
+      if (bad != nullptr) bad->push_back({"offsets", get.Text(0), why});
+      continue;
+    }
+    out.push_back({get.Text(0), get.Int(1), static_cast<uint32_t>(period), static_cast<uint32_t>(shift),
+                   static_cast<uint64_t>(version)});
   }
   return out;
 }
@@ -276,6 +293,47 @@ absl::StatusOr<std::vector<LinkScoreSample>> StateStore::LinkScoreHistory(const 
   while (get.Step() == SQLITE_ROW) {
     out.push_back({get.Text(0), get.Int(1), get.Double(2), get.Double(3), get.Text(4)});
   }
+  return out;
+}
+
+absl::Status StateStore::Quarantine(const BadRow& row, int64_t at_epoch_us) {
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](const std::string& what) {
+    absl::Status s = Error(what);
+    (void)Exec("ROLLBACK");
+    return s;
+  };
+  {
+    Statement put(db_, "INSERT INTO quarantine (table_name, row_key, reason, at_epoch_us) VALUES (?,?,?,?)");
+    put.Bind(1, row.table);
+    put.Bind(2, row.key);
+    put.Bind(3, row.reason);
+    put.Bind(4, at_epoch_us);
+    if (put.Step() != SQLITE_DONE) return fail("quarantine");
+  }
+  // The key column of each table (fixed strings, never from the row).
+  std::string sql;
+  if (row.table == "offsets" || row.table == "placements" || row.table == "committed_profiles") {
+    sql = absl::StrCat("DELETE FROM ", row.table, " WHERE job = ?");
+  } else if (row.table == "committed_links") {
+    sql = "DELETE FROM committed_links WHERE link = ?";
+  } else if (row.table == "profiles") {
+    sql = "DELETE FROM profiles WHERE (CAST(kind AS TEXT) || '/' || subject) = ?";
+  } else {
+    (void)Exec("ROLLBACK");
+    return absl::InvalidArgumentError(absl::StrCat("quarantine: no table '", row.table, "'"));
+  }
+  Statement del(db_, sql.c_str());
+  del.Bind(1, row.key);
+  if (del.Step() != SQLITE_DONE) return fail("quarantine");
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<std::vector<BadRow>> StateStore::LoadQuarantine() {
+  Statement get(db_, "SELECT table_name, row_key, reason FROM quarantine ORDER BY id");
+  if (!get.ok()) return Error("prepare");
+  std::vector<BadRow> out;
+  while (get.Step() == SQLITE_ROW) out.push_back({get.Text(0), get.Text(1), get.Text(2)});
   return out;
 }
 

@@ -1,7 +1,7 @@
 // phasord's configuration: one YAML file (docs/phasord.md lists every key),
 // every field with a documented default.
-#ifndef PHASOR_CMD_PHASORD_CONFIG_H_
-#define PHASOR_CMD_PHASORD_CONFIG_H_
+#ifndef PHASOR_DAEMON_CONFIG_H_
+#define PHASOR_DAEMON_CONFIG_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "protocol/endpoint.h"
 
 namespace phasor::daemon {
 
@@ -86,9 +87,13 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text);
 // Reads and parses a config file.
 absl::StatusOr<DaemonOptions> LoadDaemonConfig(const std::string& path);
 
-// True for ipc://, inproc:// and TCP endpoints on 127.0.0.0/8, [::1] or localhost.
-bool IsLocalEndpoint(const std::string& endpoint);
+// Sets the process's log level (a valid log_level) for phasord's logs.
+void SetLogLevel(const std::string& level);
+
+// True for ipc://, inproc:// and TCP endpoints on 127.0.0.0/8, [::1] or
+// localhost: the one rule of protocol/endpoint.h.
+using protocol::IsLocalEndpoint;
 
 }  // namespace phasor::daemon
 
-#endif  // PHASOR_CMD_PHASORD_CONFIG_H_
+#endif  // PHASOR_DAEMON_CONFIG_H_

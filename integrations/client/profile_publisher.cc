@@ -1,28 +1,18 @@
-#include "cmd/phasor-probe/profile_publisher.h"
+#include "integrations/client/profile_publisher.h"
 
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "protocol/curve_keys.h"
+#include "integrations/client/client.h"
+#include "protocol/endpoint.h"
 #include "protocol/framing.h"
 #include "zmq_addon.hpp"
 
-namespace phasor::probe {
-namespace {
-
-// As phasord's own rule for plain sockets (cmd/phasord/config.cc).
-bool IsLocalEndpoint(const std::string& endpoint) {
-  if (absl::StartsWith(endpoint, "ipc://") || absl::StartsWith(endpoint, "inproc://")) return true;
-  if (!absl::StartsWith(endpoint, "tcp://")) return false;
-  const std::string host = endpoint.substr(6);
-  return absl::StartsWith(host, "127.") || absl::StartsWith(host, "localhost:") || absl::StartsWith(host, "[::1]:");
-}
-
-}  // namespace
+namespace phasor::client {
 
 v1::ProfileUpdate ToProfileUpdate(const std::string& subject, v1::ProfileUpdate::SubjectKind kind,
-                                  const std::string& source, const ExtractedProfile& p) {
+                                  const std::string& source, const probe::ExtractedProfile& p) {
   v1::ProfileUpdate u;
   u.set_subject(subject);
   u.set_kind(kind);
@@ -35,35 +25,22 @@ v1::ProfileUpdate ToProfileUpdate(const std::string& subject, v1::ProfileUpdate:
   return u;
 }
 
-absl::StatusOr<client::CurveClientKeys> LoadPublishKeys(const std::string& server_key_file,
-                                                        const std::string& client_key_prefix) {
+absl::StatusOr<protocol::CurveClientKeys> LoadPublishKeys(const std::string& server_key_file,
+                                                          const std::string& client_key_prefix) {
   if (server_key_file.empty() != client_key_prefix.empty()) {
     return absl::InvalidArgumentError("--publish-server-key and --publish-keys: give both or neither");
   }
-  client::CurveClientKeys keys;
-  absl::StatusOr<std::string> server = protocol::ReadKeyFile(server_key_file);
-  if (!server.ok()) return absl::InvalidArgumentError(absl::StrCat("--publish-server-key: ", server.status().message()));
-  absl::StatusOr<std::string> pub = protocol::ReadKeyFile(client_key_prefix + ".pub");
-  if (!pub.ok()) return absl::InvalidArgumentError(absl::StrCat("--publish-keys: ", pub.status().message()));
-  absl::StatusOr<std::string> sec = protocol::ReadKeyFile(client_key_prefix + ".secret");
-  if (!sec.ok()) return absl::InvalidArgumentError(absl::StrCat("--publish-keys: ", sec.status().message()));
-  keys.server_public_key = *server;
-  keys.client_public_key = *pub;
-  keys.client_secret_key = *sec;
-  return keys;
+  return protocol::LoadCurveClientKeys(server_key_file, client_key_prefix, "--publish-server-key", "--publish-keys");
 }
 
 absl::StatusOr<std::unique_ptr<ProfilePublisher>> ProfilePublisher::Create(const PublisherOptions& options,
                                                                            std::ostream& diagnostics) {
   const std::string& e = options.endpoint;
-  if (!absl::StartsWith(e, "tcp://") && !absl::StartsWith(e, "ipc://") && !absl::StartsWith(e, "inproc://")) {
-    return absl::InvalidArgumentError(absl::StrCat("--publish: '", e, "' is not a tcp://, ipc:// or inproc:// endpoint"));
-  }
-  if (!options.curve && !IsLocalEndpoint(e)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--publish: '", e,
-                     "' is not ipc:// or loopback: plain sockets are refused there; give --publish-server-key and "
-                     "--publish-keys"));
+  if (absl::Status s = options.curve ? protocol::CheckEndpoint("--publish", e)
+                                     : protocol::CheckPlainEndpoint("--publish", e,
+                                                                    "give --publish-server-key and --publish-keys");
+      !s.ok()) {
+    return s;
   }
   if (options.send_timeout_ms < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--publish-timeout-ms: ", options.send_timeout_ms, " is negative"));
@@ -126,4 +103,4 @@ nlohmann::json ProfilePublisher::SummaryJson() const {
            {{"endpoint", options_.endpoint}, {"sent", sent_}, {"dropped", dropped_}, {"skipped", skipped}}}};
 }
 
-}  // namespace phasor::probe
+}  // namespace phasor::client

@@ -1,19 +1,20 @@
-// `phasor keygen` and `phasor status`, run in-process through CLI11.
+// `phasor keygen` and `phasor status`, run as the real executable.
 #include <filesystem>
-#include <iostream>
-#include <sstream>
 
-#include "cmd/phasor/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integrations/client/client.h"
 #include "protocol/curve_keys.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/testing/subprocess.h"
 
-namespace phasor::cmd {
+namespace phasor {
 namespace {
 
 using ::testing::HasSubstr;
+
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
 
 struct CommandRun {
   int code = 0;
@@ -21,29 +22,11 @@ struct CommandRun {
   std::string err;
 };
 
-CommandRun RunPhasor(std::vector<std::string> args) {
-  CLI::App app{"phasor"};
-  app.require_subcommand(1);
-  AddKeygenCommand(app);
-  AddStatusCommand(app);
-  std::vector<const char*> argv = {"phasor"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
-  std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
-  CommandRun run;
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::RuntimeError& e) {
-    run.code = e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    run.code = kExitBadInput;
-  }
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
+CommandRun RunPhasor(const std::vector<std::string>& args) {
+  std::string line = PHASOR_BINARY;
+  for (const std::string& a : args) line += " '" + a + "'";
+  ::phasor::testing::CommandResult r = ::phasor::testing::RunCommand(line);
+  return {r.exit_code, r.out, r.err};
 }
 
 TEST(KeygenCommandTest, WritesAKeyPairAndPrintsThePublicKey) {
@@ -105,4 +88,4 @@ TEST(StatusCommandTest, NothingListeningIsOneLineAndExitOne) {
 }
 
 }  // namespace
-}  // namespace phasor::cmd
+}  // namespace phasor

@@ -1,0 +1,346 @@
+#include "daemon/server.h"
+
+#include <zmq.h>
+
+#include <chrono>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/curve_auth.h"
+#include "daemon/solver_pool.h"
+#include "protocol/framing.h"
+#include "protocol/status.h"
+#include "spdlog/spdlog.h"
+#include "zmq.hpp"
+#include "zmq_addon.hpp"
+
+namespace phasor::daemon {
+
+using protocol::MessageType;
+
+namespace {
+
+constexpr const char* kWakeEndpoint = "inproc://phasord-solved";
+
+std::string TypeLabel(std::optional<MessageType> type) {
+  return type ? std::string(protocol::MessageTypeName(*type)) : std::string("unknown");
+}
+
+}  // namespace
+
+class Daemon::Impl {
+ public:
+  Impl(DaemonOptions options, Clock clock) : options_(std::move(options)), clock_(std::move(clock)) {}
+
+  ~Impl() {
+    pool_.reset();  // joins the solvers before the sockets they wake go
+    auth_.reset();
+    http_.reset();
+    for (zmq::socket_t* s : {&router_, &pull_, &pub_, &wake_}) {
+      if (s->handle() != nullptr) s->close();
+    }
+    ctx_.close();
+  }
+
+  absl::Status Start();
+  void Run(const std::atomic<bool>& stop);
+
+  BoundEndpoints endpoints_;
+  Metrics metrics_;
+
+ private:
+  absl::StatusOr<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, const char* key);
+
+  void HandleRequest(std::vector<zmq::message_t>& frames);
+  void HandleProfile(std::vector<zmq::message_t>& frames);
+  void Dispatch(const std::vector<std::string>& routing, const protocol::Envelope& env);
+  void OnRank(const std::vector<std::string>& routing, const protocol::Envelope& env);
+
+  void Reply(const std::vector<std::string>& routing, MessageType type, const google::protobuf::MessageLite& msg);
+  void ReplyError(const std::vector<std::string>& routing, std::optional<MessageType> type,
+                  const absl::Status& status, uint64_t request_id = 0);
+  void Publish(const v1::OffsetUpdate& update);
+
+  DaemonOptions options_;
+  Clock clock_;
+  protocol::FramingOptions framing_;
+  int64_t last_republish_us_ = 0;
+
+  zmq::context_t ctx_;
+  zmq::socket_t router_;
+  zmq::socket_t pull_;
+  zmq::socket_t pub_;
+  zmq::socket_t wake_;
+  std::unique_ptr<CurveAuthenticator> auth_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<SolverPool> pool_;
+  std::unique_ptr<MetricsHttpServer> http_;
+};
+
+absl::StatusOr<std::string> Daemon::Impl::Bind(zmq::socket_t& socket, const std::string& endpoint,
+                                               const char* key) {
+  socket.set(zmq::sockopt::linger, 0);
+  if (auth_) auth_->Secure(socket);
+  try {
+    socket.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat(key, ": cannot bind '", endpoint, "': ", e.what()));
+  }
+  return socket.get(zmq::sockopt::last_endpoint);
+}
+
+absl::Status Daemon::Impl::Start() {
+  framing_.max_message_bytes = options_.max_message_bytes;
+  absl::StatusOr<std::unique_ptr<Service>> service =
+      Service::Open(options_, &metrics_, clock_, [this](const v1::OffsetUpdate& u) { Publish(u); });
+  if (!service.ok()) return service.status();
+  service_ = *std::move(service);
+
+  if (options_.curve.enabled()) {
+    absl::StatusOr<std::unique_ptr<CurveAuthenticator>> auth =
+        CurveAuthenticator::Start(ctx_, options_.curve, &metrics_);
+    if (!auth.ok()) return auth.status();
+    auth_ = *std::move(auth);
+  }
+  router_ = zmq::socket_t(ctx_, zmq::socket_type::router);
+  pull_ = zmq::socket_t(ctx_, zmq::socket_type::pull);
+  pub_ = zmq::socket_t(ctx_, zmq::socket_type::pub);
+  wake_ = zmq::socket_t(ctx_, zmq::socket_type::pull);
+  // Oversized payloads up to twice the limit still get a TOO_LARGE reply;
+  // larger ones make libzmq drop the connection before reading them.
+  const int64_t hard_limit = static_cast<int64_t>(options_.max_message_bytes) * 2 + 65536;
+  router_.set(zmq::sockopt::maxmsgsize, hard_limit);
+  pull_.set(zmq::sockopt::maxmsgsize, hard_limit);
+  wake_.set(zmq::sockopt::linger, 0);
+  wake_.bind(kWakeEndpoint);
+  absl::StatusOr<std::string> ep = Bind(router_, options_.request_endpoint, "request_endpoint");
+  if (!ep.ok()) return ep.status();
+  endpoints_.request = *ep;
+  ep = Bind(pull_, options_.profile_endpoint, "profile_endpoint");
+  if (!ep.ok()) return ep.status();
+  endpoints_.profile = *ep;
+  ep = Bind(pub_, options_.offset_endpoint, "offset_endpoint");
+  if (!ep.ok()) return ep.status();
+  endpoints_.offset = *ep;
+
+  if (!options_.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http = MetricsHttpServer::Start(options_.metrics_listen, &metrics_);
+    if (!http.ok()) return http.status();
+    http_ = *std::move(http);
+    endpoints_.metrics_port = http_->port();
+  }
+  // Each solver wakes the socket thread through its own inproc PUSH (a
+  // ZeroMQ socket belongs to one thread).
+  pool_ = std::make_unique<SolverPool>(options_.solver_threads, [this] {
+    thread_local std::optional<zmq::socket_t> wake;
+    if (!wake) {
+      wake.emplace(ctx_, zmq::socket_type::push);
+      wake->set(zmq::sockopt::linger, 0);
+      wake->connect(kWakeEndpoint);
+    }
+    wake->send(zmq::str_buffer("."), zmq::send_flags::dontwait);
+  });
+
+  metrics_.Set("phasord_up", {}, 1);
+  spdlog::info("phasord: serving requests on {}, profiles on {}, offsets on {}, metrics on port {}; {} ({})",
+               endpoints_.request, endpoints_.profile, endpoints_.offset, endpoints_.metrics_port,
+               options_.curve.enabled() ? "CURVE" : "plain", options_.state_path);
+  service_->PublishAll();
+  last_republish_us_ = clock_();
+  return absl::OkStatus();
+}
+
+void Daemon::Impl::Run(const std::atomic<bool>& stop) {
+  while (!stop) {
+    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                               {pull_.handle(), 0, ZMQ_POLLIN, 0},
+                               {wake_.handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 3, std::chrono::milliseconds(100));
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      spdlog::error("phasord: poll: {}", e.what());
+      continue;
+    }
+    // Bounded batches keep one busy socket from starving the others.
+    for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); ++i) {
+      std::vector<zmq::message_t> frames;
+      if (!zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait)) break;
+      HandleRequest(frames);
+    }
+    for (int i = 0; i < 256 && (items[1].revents & ZMQ_POLLIN); ++i) {
+      std::vector<zmq::message_t> frames;
+      if (!zmq::recv_multipart(pull_, std::back_inserter(frames), zmq::recv_flags::dontwait)) break;
+      HandleProfile(frames);
+    }
+    if (items[2].revents & ZMQ_POLLIN) {
+      zmq::message_t m;
+      while (wake_.recv(m, zmq::recv_flags::dontwait)) {
+      }
+      pool_->TakeDone();
+    }
+    const int64_t now = clock_();
+    if (options_.republish_interval_ms > 0 &&
+        now - last_republish_us_ >= static_cast<int64_t>(options_.republish_interval_ms) * 1000) {
+      service_->PublishAll();
+      last_republish_us_ = now;
+    }
+  }
+}
+
+void Daemon::Impl::Reply(const std::vector<std::string>& routing, MessageType type,
+                         const google::protobuf::MessageLite& msg) {
+  std::vector<zmq::const_buffer> out;
+  for (const std::string& r : routing) out.push_back(zmq::buffer(r));
+  const std::vector<std::string> frames = protocol::EncodeFrames(type, msg);
+  for (const std::string& f : frames) out.push_back(zmq::buffer(f));
+  zmq::send_multipart(router_, out, zmq::send_flags::dontwait);
+}
+
+void Daemon::Impl::ReplyError(const std::vector<std::string>& routing, std::optional<MessageType> type,
+                              const absl::Status& status, uint64_t request_id) {
+  const v1::Error error = protocol::ErrorFromStatus(status, request_id);
+  metrics_.Increment("phasord_errors_total",
+                     {{"type", TypeLabel(type)}, {"code", std::string(protocol::ErrorCodeName(error.code()))}});
+  spdlog::debug("phasord: {} -> Error {}: {}", TypeLabel(type), std::string(protocol::ErrorCodeName(error.code())),
+                error.message());
+  if (!routing.empty()) Reply(routing, MessageType::kError, error);
+}
+
+void Daemon::Impl::Publish(const v1::OffsetUpdate& update) {
+  const std::vector<std::string> frames = protocol::EncodeFrames(MessageType::kOffsetUpdate, update);
+  std::vector<zmq::const_buffer> out = {zmq::buffer(update.job())};
+  for (const std::string& f : frames) out.push_back(zmq::buffer(f));
+  zmq::send_multipart(pub_, out, zmq::send_flags::dontwait);
+}
+
+void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames) {
+  // [identity, (empty delimiter,) version, type, payload]
+  std::vector<std::string> routing;
+  size_t i = 0;
+  if (!frames.empty()) routing.push_back(frames[i++].to_string());
+  if (i < frames.size() && frames[i].size() == 0) routing.push_back(frames[i++].to_string());
+  std::vector<std::string> body;
+  for (; i < frames.size(); ++i) body.push_back(frames[i].to_string());
+  absl::StatusOr<protocol::Envelope> env = protocol::DecodeFrames(body, framing_);
+  if (!env.ok()) {
+    std::optional<MessageType> type;
+    if (body.size() >= 2) type = protocol::MessageTypeFromName(body[1]);
+    return ReplyError(routing, type, env.status());
+  }
+  metrics_.Increment("phasord_requests_total", {{"type", TypeLabel(env->type)}});
+  Dispatch(routing, *env);
+}
+
+namespace {
+
+// Parses the payload as Request, runs `call` and replies with its result
+// (of wire type `reply_type`) or the Error for its Status.
+template <typename Request, typename Call, typename Send, typename Fail>
+void Serve(const protocol::Envelope& env, MessageType reply_type, Call call, Send send, Fail fail) {
+  Request req;
+  if (absl::Status s = protocol::ParsePayload(env, req); !s.ok()) return fail(s, 0);
+  auto result = call(req);
+  if (!result.ok()) return fail(result.status(), req.request_id());
+  send(reply_type, *result);
+}
+
+}  // namespace
+
+void Daemon::Impl::Dispatch(const std::vector<std::string>& routing, const protocol::Envelope& env) {
+  auto send = [&](MessageType type, const google::protobuf::MessageLite& msg) { Reply(routing, type, msg); };
+  auto fail = [&](const absl::Status& s, uint64_t id) { ReplyError(routing, env.type, s, id); };
+  switch (env.type) {
+    case MessageType::kRankRequest:
+      return OnRank(routing, env);
+    case MessageType::kCommitPlacement:
+      return Serve<v1::CommitPlacement>(
+          env, MessageType::kCommitReply, [&](const v1::CommitPlacement& r) { return service_->Commit(r); }, send,
+          fail);
+    case MessageType::kGetOffset:
+      return Serve<v1::GetOffset>(
+          env, MessageType::kOffsetUpdate, [&](const v1::GetOffset& r) { return service_->GetOffset(r); }, send,
+          fail);
+    case MessageType::kHealth:
+      return Serve<v1::Health>(
+          env, MessageType::kHealthReply,
+          [&](const v1::Health& r) { return absl::StatusOr<v1::HealthReply>(service_->Health(r)); }, send, fail);
+    case MessageType::kGetSnapshot:
+      return Serve<v1::GetSnapshot>(
+          env, MessageType::kSnapshot, [&](const v1::GetSnapshot& r) { return service_->GetSnapshot(r); }, send,
+          fail);
+    default:
+      return fail(protocol::WireStatus(v1::Error::UNKNOWN_TYPE,
+                                       absl::StrCat("frame 1: '", std::string(protocol::MessageTypeName(env.type)),
+                                                    "' is not a request phasord serves on this socket")),
+                  0);
+  }
+}
+
+void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protocol::Envelope& env) {
+  v1::RankRequest req;
+  if (absl::Status s = protocol::ParsePayload(env, req); !s.ok()) return ReplyError(routing, env.type, s);
+  absl::StatusOr<PreparedRanking> prepared = service_->PrepareRank(req);
+  if (!prepared.ok()) return ReplyError(routing, env.type, prepared.status(), req.request_id());
+  // The solve runs on the pool; its completion (on this thread) stores the
+  // ranking and answers.
+  auto task = std::make_shared<PreparedRanking>(*std::move(prepared));
+  pool_->Submit([this, routing, task]() -> std::function<void()> {
+    auto reply = std::make_shared<absl::StatusOr<v1::RankReply>>(Service::Solve(*task));
+    return [this, routing, task, reply] {
+      if (reply->ok()) {
+        if (absl::Status s = service_->RecordRanking(*task, **reply); !s.ok()) {
+          return ReplyError(routing, MessageType::kRankRequest, s, task->request_id);
+        }
+        return Reply(routing, MessageType::kRankReply, **reply);
+      }
+      spdlog::error("phasord: ranking {} failed: {}", task->ranking_id, std::string(reply->status().message()));
+      ReplyError(routing, MessageType::kRankRequest, reply->status(), task->request_id);
+    };
+  });
+}
+
+void Daemon::Impl::HandleProfile(std::vector<zmq::message_t>& frames) {
+  std::vector<std::string> body;
+  for (zmq::message_t& f : frames) body.push_back(f.to_string());
+  const std::vector<std::string> no_reply;
+  absl::StatusOr<protocol::Envelope> env = protocol::DecodeFrames(body, framing_);
+  if (!env.ok()) {
+    std::optional<MessageType> type;
+    if (body.size() >= 2) type = protocol::MessageTypeFromName(body[1]);
+    spdlog::warn("phasord: profile socket: {}", std::string(env.status().message()));
+    return ReplyError(no_reply, type, env.status());
+  }
+  metrics_.Increment("phasord_requests_total", {{"type", TypeLabel(env->type)}});
+  auto reject = [&](const absl::Status& s) {
+    spdlog::warn("phasord: profile socket: {}", std::string(s.message()));
+    ReplyError(no_reply, env->type, s);
+  };
+  if (env->type != MessageType::kProfileUpdate) {
+    return reject(protocol::WireStatus(v1::Error::UNKNOWN_TYPE,
+                                       absl::StrCat("frame 1: '", std::string(protocol::MessageTypeName(env->type)),
+                                                    "' is not accepted on the profile socket")));
+  }
+  v1::ProfileUpdate update;
+  if (absl::Status s = protocol::ParsePayload(*env, update); !s.ok()) return reject(s);
+  if (absl::Status s = service_->AcceptProfile(update); !s.ok()) {
+    if (absl::IsInternal(s)) return;  // logged by the service; not the probe's fault
+    return reject(s);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options, Clock clock) {
+  auto impl = std::make_unique<Impl>(options, std::move(clock));
+  if (absl::Status s = impl->Start(); !s.ok()) return s;
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Daemon::~Daemon() = default;
+void Daemon::Run(const std::atomic<bool>& stop) { impl_->Run(stop); }
+const BoundEndpoints& Daemon::endpoints() const { return impl_->endpoints_; }
+const Metrics& Daemon::metrics() const { return impl_->metrics_; }
+
+}  // namespace phasor::daemon

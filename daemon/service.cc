@@ -1,0 +1,420 @@
+#include "daemon/service.h"
+
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "placer/candidate_routing.h"
+#include "placer/traffic_profile.h"
+#include "protocol/convert.h"
+#include "protocol/framing.h"
+#include "protocol/status.h"
+#include "spdlog/spdlog.h"
+#include "topology/topology_yaml.h"
+
+namespace phasor::daemon {
+
+Clock SystemClock() {
+  return [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+}
+
+absl::StatusOr<std::unique_ptr<Service>> Service::Open(const DaemonOptions& options, Metrics* metrics, Clock clock,
+                                                       OffsetPublisher publish) {
+  if (absl::Status s = ValidateDaemonOptions(options); !s.ok()) return s;
+  std::unique_ptr<Service> service(new Service(options, metrics, std::move(clock), std::move(publish)));
+  if (absl::Status s = service->Restore(); !s.ok()) return s;
+  return service;
+}
+
+absl::Status Service::Restore() {
+  started_us_ = clock_();
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(options_.state_path, options_.sqlite_synchronous);
+  if (!store.ok()) return store.status();
+  store_ = *std::move(store);
+  absl::StatusOr<int64_t> epoch = store_->EpochOr(started_us_);
+  if (!epoch.ok()) return epoch.status();
+  epoch_us_ = *epoch;
+  absl::StatusOr<uint64_t> max_id = store_->MaxRankingId();
+  if (!max_id.ok()) return max_id.status();
+  next_ranking_id_ = *max_id + 1;
+  // Rows that no longer validate are quarantined, each with one log line and
+  // a count, and phasord serves on without them.
+  std::vector<BadRow> bad;
+  absl::StatusOr<std::vector<StoredOffset>> offsets = store_->LoadOffsets(&bad);
+  if (!offsets.ok()) return offsets.status();
+  for (const StoredOffset& o : *offsets) offsets_[o.job] = o;
+  absl::StatusOr<std::vector<StoredPlacement>> placements = store_->LoadPlacements();
+  if (!placements.ok()) return placements.status();
+  for (const StoredPlacement& p : *placements) {
+    if (v1::LinkShares shares; !shares.ParseFromString(p.links)) {
+      bad.push_back({"placements", p.job, "links: does not parse as LinkShares"});
+    } else {
+      ++placements_;
+    }
+  }
+  absl::StatusOr<std::vector<StoredProfile>> profiles = store_->LoadProfiles();
+  if (!profiles.ok()) return profiles.status();
+  for (const StoredProfile& p : *profiles) {
+    v1::ProfileUpdate update;
+    absl::Status valid = update.ParseFromString(p.update)
+                             ? CheckProfileUpdate(update)
+                             : absl::InvalidArgumentError("update_msg: does not parse as ProfileUpdate");
+    if (!valid.ok()) {
+      bad.push_back({"profiles", absl::StrCat(p.kind, "/", p.subject), std::string(valid.message())});
+    } else if (p.kind == v1::ProfileUpdate::JOB) {
+      job_profiles_[p.subject] = update;
+    }
+  }
+  absl::StatusOr<CommittedInputs> committed = store_->LoadCommittedInputs();
+  if (!committed.ok()) return committed.status();
+  for (const auto& [job, bytes] : committed->profiles) {
+    v1::TrafficProfile profile;
+    if (!profile.ParseFromString(bytes)) {
+      bad.push_back({"committed_profiles", job, "profile: does not parse as TrafficProfile"});
+      continue;
+    }
+    placer::TrafficProfile p = protocol::FromProto(profile);
+    if (absl::Status s = placer::ValidateProfile(p); !s.ok()) {
+      bad.push_back({"committed_profiles", job, absl::StrCat("profile: ", s.message())});
+      continue;
+    }
+    request_profiles_[job] = std::move(p);
+  }
+  for (const auto& [link, capacity] : committed->capacities_gbps) {
+    if (!(std::isfinite(capacity) && capacity > 0)) {
+      bad.push_back({"committed_links", link, absl::StrCat("capacity_gbps: ", capacity, " is not a positive number")});
+      continue;
+    }
+    link_capacity_gbps_[link] = capacity;
+  }
+  for (const BadRow& row : bad) {
+    spdlog::warn("phasord: state_path: quarantined {} row '{}': {}", row.table, row.key, row.reason);
+    metrics_->Increment("phasord_quarantined_rows_total", {{"table", row.table}});
+    if (absl::Status s = store_->Quarantine(row, started_us_); !s.ok()) return s;
+  }
+
+  if (!options_.topology_path.empty()) {
+    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(options_.topology_path);
+    if (!fabric.ok()) {
+      return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
+    }
+    fabric_ = std::make_unique<topology::Topology>(*std::move(fabric));
+    fabric_router_ = std::make_unique<topology::Router>(*fabric_);
+  }
+  metrics_->Set("phasord_epoch_us", {}, static_cast<double>(epoch_us_));
+  metrics_->Set("phasord_jobs", {}, static_cast<double>(offsets_.size()));
+  spdlog::info("phasord: epoch {} us; {} offsets, {} placements, {} job profiles restored; next ranking {}",
+               epoch_us_, offsets_.size(), placements_, job_profiles_.size(), next_ranking_id_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req) {
+  const uint64_t id = req.request_id();
+  auto limit = [](const char* field, int n, uint32_t max) -> absl::Status {
+    if (static_cast<uint32_t>(n) <= max) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(field, ": ", n, " entries exceed the limit of ", max));
+  };
+  for (absl::Status s : {limit("jobs", req.jobs_size(), options_.max_jobs_per_request),
+                         limit("links", req.links_size(), options_.max_links_per_request),
+                         limit("candidates", req.candidates_size(), options_.max_candidates_per_request)}) {
+    if (!s.ok()) return s;
+  }
+  absl::StatusOr<placer::RankRequest> request =
+      protocol::FromProto(req, [this](const std::string& job) -> std::optional<placer::TrafficProfile> {
+        auto it = job_profiles_.find(job);
+        if (it == job_profiles_.end()) return std::nullopt;
+        return protocol::ProfileFromUpdate(it->second);
+      });
+  if (!request.ok()) return request.status();
+  PreparedRanking prepared;
+  // Server-form candidates become link shares by the ring traffic model over
+  // the configured fabric (the semantics of `phasor rank --topology`);
+  // without a fabric Rank() rejects them itself.
+  if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.unrouted);
+  if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
+  for (const placer::Link& l : request->links) link_capacity_gbps_[l.id] = l.capacity_gbps;
+  for (int j = 0; j < req.jobs_size(); ++j) {
+    if (req.jobs(j).has_profile()) request_profiles_[request->jobs[j].id] = request->jobs[j].profile;
+  }
+  // The request as ranked (options aside): server-form candidates routed to
+  // link shares, so that a commit records the links each job loads, and the
+  // jobs' profiles and links' capacities, which a commit keeps.
+  v1::RankRequest as_ranked = protocol::ToProto(*request);
+  as_ranked.clear_options();
+  prepared.request_id = id;
+  prepared.ranking_id = next_ranking_id_++;
+  prepared.request = *std::move(request);
+  prepared.candidates = as_ranked.SerializeAsString();
+  return prepared;
+}
+
+absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
+  const auto begin = std::chrono::steady_clock::now();
+  placer::Ranking ranking;
+  try {
+    ranking = placer::Rank(prepared.request);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("ranking failed: ", e.what()));
+  }
+  ranking.rejected.insert(ranking.rejected.end(), prepared.unrouted.begin(), prepared.unrouted.end());
+  v1::RankReply reply = protocol::ToProto(ranking, prepared.request);
+  reply.set_request_id(prepared.request_id);
+  reply.set_ranking_id(prepared.ranking_id);
+  reply.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+  return reply;
+}
+
+absl::Status Service::RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply) {
+  metrics_->ObserveSolveSeconds(reply.solve_seconds());
+  StoredRanking stored{prepared.ranking_id, clock_(), reply.SerializeAsString(), prepared.candidates};
+  if (absl::Status s = store_->PutRanking(stored, options_.keep_rankings); !s.ok()) {
+    spdlog::error("phasord: cannot store ranking {}: {}", prepared.ranking_id, std::string(s.message()));
+    return absl::InternalError(s.message());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::RankReply> Service::Rank(const v1::RankRequest& request) {
+  absl::StatusOr<PreparedRanking> prepared = PrepareRank(request);
+  if (!prepared.ok()) return prepared.status();
+  absl::StatusOr<v1::RankReply> reply = Solve(*prepared);
+  if (!reply.ok()) return reply.status();
+  if (absl::Status s = RecordRanking(*prepared, *reply); !s.ok()) return s;
+  return reply;
+}
+
+v1::OffsetUpdate Service::ToUpdate(const StoredOffset& o) const {
+  v1::OffsetUpdate u;
+  u.set_job(o.job);
+  u.set_origin_epoch_us(o.origin_epoch_us);
+  u.set_period_us(o.period_us);
+  u.set_shift_us(o.shift_us);
+  u.set_version(o.version);
+  return u;
+}
+
+void Service::Publish(const StoredOffset& offset) {
+  publish_(ToUpdate(offset));
+  metrics_->Increment("phasord_offsets_published_total");
+}
+
+void Service::PublishAll() {
+  for (const auto& [job, offset] : offsets_) Publish(offset);
+}
+
+absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) {
+  absl::StatusOr<StoredRanking> stored = store_->GetRanking(req.ranking_id());
+  if (!stored.ok()) {
+    if (absl::IsNotFound(stored.status())) return stored.status();
+    return absl::InternalError(stored.status().message());
+  }
+  v1::RankReply ranking;
+  v1::RankRequest candidates;
+  if (!ranking.ParseFromString(stored->reply) || !candidates.ParseFromString(stored->candidates)) {
+    return absl::InternalError("stored ranking does not parse");
+  }
+  const v1::RankedCandidate* chosen = nullptr;
+  for (const v1::RankedCandidate& c : ranking.ranked()) {
+    if (c.candidate() == req.candidate()) chosen = &c;
+  }
+  if (chosen == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("candidate: '", req.candidate(), "' is not ranked in ranking ", req.ranking_id()));
+  }
+  const v1::Candidate* shares = nullptr;
+  for (const v1::Candidate& c : candidates.candidates()) {
+    if (c.id() == req.candidate()) shares = &c;
+  }
+  const int64_t now = clock_();
+  std::vector<StoredPlacement> placements;
+  std::vector<StoredOffset> offsets;
+  std::vector<LinkScoreSample> samples;
+  for (const v1::JobShift& s : chosen->shifts()) {
+    StoredOffset o{s.job(), epoch_us_, s.period_us(), s.shift_us(), 1};
+    auto old = offsets_.find(s.job());
+    if (old != offsets_.end()) {
+      o.version = old->second.version;
+      if (old->second.period_us != o.period_us || old->second.shift_us != o.shift_us) ++o.version;
+    }
+    offsets.push_back(o);
+    std::string links;
+    if (shares != nullptr) {
+      auto it = shares->links().find(s.job());
+      if (it != shares->links().end()) links = it->second.SerializeAsString();
+    }
+    placements.push_back({s.job(), req.candidate(), req.ranking_id(), links, now});
+  }
+  for (const v1::LinkResult& l : chosen->links()) samples.push_back({l.id(), now, l.score(), 1 - l.score(), "commit"});
+  // The committed jobs' profiles and links' capacities as the request gave
+  // them (rankings stored before they were kept have none).
+  std::set<std::string> committed_jobs, loaded_links;
+  for (const StoredOffset& o : offsets) committed_jobs.insert(o.job);
+  if (shares != nullptr) {
+    for (const auto& [job, job_shares] : shares->links()) {
+      for (const auto& [link, share] : job_shares.shares()) loaded_links.insert(link);
+    }
+  }
+  CommittedInputs inputs;
+  for (const v1::Job& job : candidates.jobs()) {
+    if (job.has_profile() && committed_jobs.contains(job.id())) {
+      inputs.profiles[job.id()] = job.profile().SerializeAsString();
+    }
+  }
+  for (const v1::Link& link : candidates.links()) {
+    if (loaded_links.contains(link.id())) inputs.capacities_gbps[link.id()] = link.capacity_gbps();
+  }
+  if (absl::Status s = store_->Commit(placements, offsets, samples, inputs); !s.ok()) {
+    spdlog::error("phasord: commit of '{}' failed: {}", req.candidate(), std::string(s.message()));
+    return absl::InternalError(s.message());
+  }
+  v1::CommitReply reply;
+  reply.set_request_id(req.request_id());
+  for (const StoredOffset& o : offsets) {
+    if (offsets_.count(o.job) == 0) ++placements_;
+    offsets_[o.job] = o;
+    Publish(o);
+    *reply.add_offsets() = ToUpdate(o);
+  }
+  for (const LinkScoreSample& s : samples) {
+    metrics_->Set("phasord_link_score", {{"link", s.link}, {"source", s.source}}, s.score);
+    metrics_->Set("phasord_link_excess", {{"link", s.link}, {"source", s.source}}, s.excess);
+  }
+  metrics_->Set("phasord_jobs", {}, static_cast<double>(offsets_.size()));
+  spdlog::info("phasord: committed candidate '{}' of ranking {} ({} jobs)", req.candidate(), req.ranking_id(),
+               offsets.size());
+  return reply;
+}
+
+absl::StatusOr<v1::OffsetUpdate> Service::GetOffset(const v1::GetOffset& req) const {
+  if (req.job().empty()) return absl::InvalidArgumentError("job: must not be empty");
+  auto it = offsets_.find(req.job());
+  if (it == offsets_.end()) return absl::NotFoundError(absl::StrCat("job: no offset for job '", req.job(), "'"));
+  v1::OffsetUpdate reply = ToUpdate(it->second);
+  reply.set_request_id(req.request_id());
+  return reply;
+}
+
+v1::HealthReply Service::Health(const v1::Health& req) const {
+  v1::HealthReply reply;
+  reply.set_request_id(req.request_id());
+  for (const std::string& v : protocol::SupportedVersions()) reply.add_versions(v);
+  reply.set_epoch_us(epoch_us_);
+  reply.set_jobs(offsets_.size());
+  reply.set_placements(placements_);
+  reply.set_uptime_seconds(static_cast<double>(clock_() - started_us_) / 1e6);
+  return reply;
+}
+
+absl::StatusOr<v1::Snapshot> Service::GetSnapshot(const v1::GetSnapshot& req) const {
+  absl::StatusOr<std::vector<StoredPlacement>> placements = store_->LoadPlacements();
+  if (!placements.ok()) return absl::InternalError(placements.status().message());
+  v1::Snapshot reply;
+  reply.set_request_id(req.request_id());
+  reply.set_epoch_us(epoch_us_);
+  v1::RankRequest& placement = *reply.mutable_placement();
+  v1::Candidate& committed = *placement.add_candidates();
+  committed.set_id("committed");
+  std::set<std::string> links;
+  for (const StoredPlacement& p : *placements) {
+    v1::LinkShares shares;
+    if (!shares.ParseFromString(p.links)) {
+      return absl::InternalError(absl::StrCat("stored placement of job '", p.job, "' does not parse"));
+    }
+    std::optional<placer::TrafficProfile> profile;
+    if (auto it = job_profiles_.find(p.job); it != job_profiles_.end()) {
+      profile = protocol::ProfileFromUpdate(it->second);
+    } else if (auto r = request_profiles_.find(p.job); r != request_profiles_.end()) {
+      profile = r->second;
+    }
+    if (!profile) {
+      reply.add_jobs_without_profile(p.job);
+      continue;
+    }
+    v1::Job& job = *placement.add_jobs();
+    job.set_id(p.job);
+    *job.mutable_profile() = protocol::ToProto(*profile);
+    for (const auto& [link, share] : shares.shares()) links.insert(link);
+    (*committed.mutable_links())[p.job] = std::move(shares);
+    if (auto o = offsets_.find(p.job); o != offsets_.end()) *reply.add_offsets() = ToUpdate(o->second);
+  }
+  for (const std::string& link : links) {
+    std::optional<double> capacity;
+    if (fabric_) {
+      if (std::optional<topology::LinkIndex> l = fabric_->FindLink(link)) capacity = fabric_->link(*l).capacity_gbps;
+    }
+    if (auto it = link_capacity_gbps_.find(link); !capacity && it != link_capacity_gbps_.end()) capacity = it->second;
+    if (!capacity) {
+      reply.add_links_without_capacity(link);
+      for (auto& [job, shares] : *committed.mutable_links()) shares.mutable_shares()->erase(link);
+      continue;
+    }
+    v1::Link& l = *placement.add_links();
+    l.set_id(link);
+    l.set_capacity_gbps(*capacity);
+  }
+  return reply;
+}
+
+absl::Status CheckProfileUpdate(const v1::ProfileUpdate& update) {
+  if (update.subject().empty()) return absl::InvalidArgumentError("subject: must not be empty");
+  if (!(update.confidence() >= 0 && update.confidence() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("confidence: ", update.confidence(), " is not in 0..1"));
+  }
+  if (absl::Status s = placer::ValidateProfile(protocol::ProfileFromUpdate(update)); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("profile of '", update.subject(), "': ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
+  if (absl::Status s = CheckProfileUpdate(update); !s.ok()) return s;
+  const placer::TrafficProfile profile = protocol::ProfileFromUpdate(update);
+  if (update.confidence() < options_.min_profile_confidence) {
+    metrics_->Increment("phasord_profiles_ignored_total", {{"reason", "low_confidence"}});
+    return absl::OkStatus();
+  }
+  const int64_t now = clock_();
+  if (absl::Status s = store_->PutProfile({update.kind(), update.subject(), update.SerializeAsString(), now}); !s.ok()) {
+    spdlog::error("phasord: cannot store profile of '{}': {}", update.subject(), std::string(s.message()));
+    return absl::InternalError(s.message());
+  }
+  if (update.kind() == v1::ProfileUpdate::JOB) {
+    metrics_->Increment("phasord_profiles_total", {{"kind", "job"}});
+    job_profiles_[update.subject()] = update;
+    auto it = offsets_.find(update.subject());
+    if (update.has_t0_epoch_us() && it != offsets_.end() && it->second.period_us > 0) {
+      const StoredOffset& o = it->second;
+      const int64_t error = PhaseErrorUs(o.origin_epoch_us, o.period_us, o.shift_us, update.t0_epoch_us());
+      metrics_->Set("phasord_phase_error_us", {{"job", o.job}}, static_cast<double>(error));
+      if (realign_.ShouldRealign(o.job, error, now)) {
+        metrics_->Increment("phasord_realignments_total", {{"job", o.job}});
+        spdlog::info("phasord: job '{}' is {} us off its slot: re-sending its offset", o.job, error);
+        Publish(o);
+      }
+    }
+  } else {
+    metrics_->Increment("phasord_profiles_total", {{"kind", "link"}});
+    ScoreLinkProfile(update.subject(), profile);
+  }
+  return absl::OkStatus();
+}
+
+void Service::ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile) {
+  auto cap = link_capacity_gbps_.find(link);
+  if (cap == link_capacity_gbps_.end() || cap->second <= 0) return;
+  const MeasuredLinkScore measured = ScoreMeasuredLink(profile, cap->second);
+  const LinkScoreSample sample{link, clock_(), measured.score, measured.excess, "probe"};
+  if (absl::Status s = store_->AddLinkScore(sample); !s.ok()) {
+    spdlog::error("phasord: cannot store link score of '{}': {}", link, std::string(s.message()));
+  }
+  metrics_->Set("phasord_link_score", {{"link", link}, {"source", "probe"}}, sample.score);
+  metrics_->Set("phasord_link_excess", {{"link", link}, {"source", "probe"}}, sample.excess);
+}
+
+}  // namespace phasor::daemon

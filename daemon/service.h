@@ -1,0 +1,130 @@
+// phasord's placement service without a transport (SPEC sections 7 and 9):
+// typed requests in, absl::StatusOr out. The ZeroMQ server (server.h) decodes
+// frames, calls these methods and turns a failed Status into an Error reply
+// (protocol/status.h); tests and fuzzers call them directly.
+//
+// What each call does:
+//   - Rank: checks limits, resolves profiles (inline, or measured by probes),
+//     routes server-form candidates over the fabric, solves, and keeps the
+//     ranking for a later Commit. In the server it runs in three steps so that
+//     the solve happens on the solver pool: PrepareRank (here), Solve (any
+//     thread), RecordRanking (here).
+//   - Commit: stores the chosen candidate's placement and shifts and
+//     publishes the changed offsets.
+//   - GetOffset, Health, GetSnapshot: read what is stored.
+//   - AcceptProfile: a probe's ProfileUpdate; a job's phase drives the closed
+//     loop (closed_loop.h), a link's profile its measured score.
+// Codes: InvalidArgument for a bad field, NotFound for an unknown job,
+// ranking or candidate, ResourceExhausted for a limit, Internal when the
+// database fails. State is written before the call returns OK.
+//
+// Thread safety: one thread calls every method except Solve, which is a pure
+// function of its PreparedRanking and may run on any thread.
+#ifndef PHASOR_DAEMON_SERVICE_H_
+#define PHASOR_DAEMON_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/closed_loop.h"
+#include "daemon/config.h"
+#include "daemon/metrics.h"
+#include "daemon/state_store.h"
+#include "placer/ranker.h"
+#include "protocol/phasor.pb.h"
+#include "topology/router.h"
+#include "topology/topology.h"
+
+namespace phasor::daemon {
+
+// Now, in microseconds since the Unix epoch.
+using Clock = std::function<int64_t()>;
+Clock SystemClock();
+
+// Where offsets go out (the PUB socket in the server). Called on the
+// service's thread.
+using OffsetPublisher = std::function<void(const v1::OffsetUpdate&)>;
+
+// A RankRequest checked and resolved, ready to solve.
+struct PreparedRanking {
+  uint64_t request_id = 0;
+  uint64_t ranking_id = 0;
+  placer::RankRequest request;
+  std::vector<placer::RejectedCandidate> unrouted;  // server-form candidates that could not be routed
+  std::string candidates;                           // the request as ranked (serialized RankRequest)
+};
+
+// The checks a ProfileUpdate passes before phasord keeps it (and again when a
+// stored one is loaded): a subject, confidence in 0..1, a valid profile.
+absl::Status CheckProfileUpdate(const v1::ProfileUpdate& update);
+
+class Service {
+ public:
+  // Opens the state database and restores epoch, offsets, placements and
+  // profiles. InvalidArgument for bad options; Unavailable/Internal when the
+  // database or the topology file cannot be read. `metrics` and the
+  // callbacks must outlive the service.
+  static absl::StatusOr<std::unique_ptr<Service>> Open(const DaemonOptions& options, Metrics* metrics,
+                                                       Clock clock, OffsetPublisher publish);
+
+  absl::StatusOr<PreparedRanking> PrepareRank(const v1::RankRequest& request);
+  static absl::StatusOr<v1::RankReply> Solve(const PreparedRanking& prepared);
+  // Stores a solved ranking (so that it can be committed) and counts it.
+  absl::Status RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply);
+  // PrepareRank, Solve and RecordRanking in a row (tests, fuzzers).
+  absl::StatusOr<v1::RankReply> Rank(const v1::RankRequest& request);
+
+  absl::StatusOr<v1::CommitReply> Commit(const v1::CommitPlacement& request);
+  absl::StatusOr<v1::OffsetUpdate> GetOffset(const v1::GetOffset& request) const;
+  v1::HealthReply Health(const v1::Health& request) const;
+  absl::StatusOr<v1::Snapshot> GetSnapshot(const v1::GetSnapshot& request) const;
+  absl::Status AcceptProfile(const v1::ProfileUpdate& update);
+
+  // Publishes every offset (at start, and every republish_interval_ms).
+  void PublishAll();
+
+  int64_t epoch_us() const { return epoch_us_; }
+  size_t jobs() const { return offsets_.size(); }
+
+ private:
+  Service(DaemonOptions options, Metrics* metrics, Clock clock, OffsetPublisher publish)
+      : options_(std::move(options)),
+        metrics_(metrics),
+        clock_(std::move(clock)),
+        publish_(std::move(publish)),
+        realign_(options_.realign_threshold_us, options_.realign_min_interval_ms) {}
+  absl::Status Restore();
+  v1::OffsetUpdate ToUpdate(const StoredOffset& offset) const;
+  void Publish(const StoredOffset& offset);
+  void ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile);
+
+  DaemonOptions options_;
+  Metrics* metrics_;
+  Clock clock_;
+  OffsetPublisher publish_;
+  Realigner realign_;
+  int64_t started_us_ = 0;
+  int64_t epoch_us_ = 0;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<topology::Topology> fabric_;
+  std::unique_ptr<topology::Router> fabric_router_;
+  uint64_t next_ranking_id_ = 1;
+
+  // State mirrored from the database.
+  std::map<std::string, StoredOffset> offsets_;
+  std::map<std::string, v1::ProfileUpdate> job_profiles_;
+  std::map<std::string, double> link_capacity_gbps_;
+  // The profiles RankRequests gave inline (the latest per job), for GetSnapshot.
+  std::map<std::string, placer::TrafficProfile> request_profiles_;
+  size_t placements_ = 0;
+};
+
+}  // namespace phasor::daemon
+
+#endif  // PHASOR_DAEMON_SERVICE_H_

@@ -1,0 +1,38 @@
+// The one mapping between absl::Status (how every phasor module reports a
+// failure) and the wire's Error message (SPEC section 9), in both directions.
+//
+// A Status keeps the exact wire code it came from (or should go out as) in a
+// payload, so that codes with no canonical twin (BAD_FRAMES, TOO_LARGE,
+// UNKNOWN_TYPE, ...) survive a round trip; a plain Status maps by its
+// canonical code:
+//   InvalidArgument <-> INVALID_ARGUMENT   NotFound <-> NOT_FOUND
+//   ResourceExhausted <-> LIMIT_EXCEEDED   Unauthenticated <-> UNAUTHENTICATED
+//   FailedPrecondition <-> UNSUPPORTED_VERSION   Unimplemented <-> UNKNOWN_TYPE
+//   anything else -> INTERNAL -> Internal
+// Pure functions; thread-safe.
+#ifndef PHASOR_PROTOCOL_STATUS_H_
+#define PHASOR_PROTOCOL_STATUS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "protocol/phasor.pb.h"
+
+namespace phasor::protocol {
+
+// A Status with the canonical code of `code` that remembers `code` itself.
+absl::Status WireStatus(v1::Error::Code code, absl::string_view message);
+
+// The wire code a Status goes out as.
+v1::Error::Code WireCode(const absl::Status& status);
+
+// The Error reply for a failed Status (status must not be OK).
+v1::Error ErrorFromStatus(const absl::Status& status, uint64_t request_id = 0);
+
+// The Status for an Error reply, its message prefixed "phasord: CODE: ".
+absl::Status StatusFromError(const v1::Error& error);
+
+}  // namespace phasor::protocol
+
+#endif  // PHASOR_PROTOCOL_STATUS_H_

@@ -1,0 +1,162 @@
+// phasord's Service without sockets (daemon/service.h): typed requests in,
+// Statuses out, offsets to an injected publisher, state in SQLite.
+#include "daemon/service.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "daemon/solver_pool.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "protocol/convert.h"
+#include "tests/daemon/daemon_harness.h"
+
+namespace phasor::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::phasor::testing::MakeTempDir();
+    options_.allow_plain = true;
+    options_.request_endpoint = "ipc://" + dir_ + "/r";
+    options_.profile_endpoint = "ipc://" + dir_ + "/p";
+    options_.offset_endpoint = "ipc://" + dir_ + "/o";
+    options_.state_path = dir_ + "/state.db";
+    SetLogLevel("warn");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<Service> Open() {
+    absl::StatusOr<std::unique_ptr<Service>> s =
+        Service::Open(options_, &metrics_, [this] { return now_us_; },
+                      [this](const v1::OffsetUpdate& u) { published_.push_back(u); });
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  std::string dir_;
+  DaemonOptions options_;
+  Metrics metrics_;
+  int64_t now_us_ = 1'700'000'000'000'000;
+  std::vector<v1::OffsetUpdate> published_;
+};
+
+TEST_F(ServiceTest, RankCommitAndOffsetsWithoutSockets) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  v1::RankRequest request = protocol::ToProto(::phasor::testing::SampleRankRequest());
+  request.set_request_id(7);
+  absl::StatusOr<v1::RankReply> reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->request_id(), 7u);
+  EXPECT_EQ(reply->ranking_id(), 1u);
+  ASSERT_EQ(reply->ranked_size(), 2);
+  ASSERT_EQ(reply->rejected_size(), 1);
+  EXPECT_EQ(reply->rejected(0).candidate(), "c2");
+
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate(reply->ranked(0).candidate());
+  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  EXPECT_EQ(committed->offsets_size(), 3);
+  ASSERT_EQ(published_.size(), 3u);
+  EXPECT_EQ(service->jobs(), 3u);
+
+  v1::GetOffset get;
+  get.set_job(committed->offsets(0).job());
+  get.set_request_id(9);
+  absl::StatusOr<v1::OffsetUpdate> offset = service->GetOffset(get);
+  ASSERT_TRUE(offset.ok());
+  EXPECT_EQ(offset->request_id(), 9u);
+  EXPECT_EQ(offset->shift_us(), committed->offsets(0).shift_us());
+  EXPECT_EQ(offset->origin_epoch_us(), now_us_);  // the epoch is the first start's clock
+}
+
+TEST_F(ServiceTest, ErrorsKeepTheirCanonicalCodes) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  v1::GetOffset get;
+  EXPECT_EQ(service->GetOffset(get).status(), absl::InvalidArgumentError("job: must not be empty"));
+  get.set_job("ghost");
+  EXPECT_EQ(service->GetOffset(get).status(), absl::NotFoundError("job: no offset for job 'ghost'"));
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(99);
+  EXPECT_TRUE(absl::IsNotFound(service->Commit(commit).status()));
+
+  // A job with neither an inline nor a measured profile: NotFound, not a crash.
+  v1::RankRequest request;
+  request.add_links()->set_id("l");
+  request.mutable_links(0)->set_capacity_gbps(10);
+  request.add_jobs()->set_id("unmeasured");
+  EXPECT_TRUE(absl::IsNotFound(service->Rank(request).status()));
+
+  options_.max_candidates_per_request = 1;
+  std::unique_ptr<Service> limited = Open();
+  v1::RankRequest many = protocol::ToProto(::phasor::testing::SampleRankRequest());
+  EXPECT_EQ(limited->Rank(many).status(),
+            absl::ResourceExhaustedError("candidates: 3 entries exceed the limit of 1"));
+
+  v1::ProfileUpdate bad;
+  bad.set_subject("a");
+  bad.set_confidence(2);
+  EXPECT_EQ(service->AcceptProfile(bad), absl::InvalidArgumentError("confidence: 2 is not in 0..1"));
+  bad.set_subject("");
+  EXPECT_EQ(service->AcceptProfile(bad), absl::InvalidArgumentError("subject: must not be empty"));
+}
+
+TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  absl::StatusOr<v1::RankReply> reply = service->Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
+  ASSERT_TRUE(reply.ok());
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate(reply->ranked(0).candidate());
+  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
+  ASSERT_TRUE(committed.ok());
+  const v1::OffsetUpdate& o = committed->offsets(0);
+  published_.clear();
+  v1::ProfileUpdate u;
+  u.set_subject(o.job());
+  u.set_kind(v1::ProfileUpdate::JOB);
+  u.set_period_us(o.period_us());
+  u.set_bin_us(o.period_us());
+  u.add_gbps(10);
+  u.set_confidence(1);
+  u.set_t0_epoch_us(o.origin_epoch_us() + o.shift_us() + 3 * int64_t{o.period_us()} + 5000);  // 5 ms late
+  ASSERT_TRUE(service->AcceptProfile(u).ok());
+  ASSERT_EQ(published_.size(), 1u);
+  EXPECT_EQ(published_[0].job(), o.job());
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", o.job()}}), 5000);
+  ASSERT_TRUE(service->AcceptProfile(u).ok());  // within realign_min_interval_ms: not again
+  EXPECT_EQ(published_.size(), 1u);
+  now_us_ += int64_t{options_.realign_min_interval_ms} * 1000;
+  ASSERT_TRUE(service->AcceptProfile(u).ok());
+  EXPECT_EQ(published_.size(), 2u);
+  EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", o.job()}}), 2);
+}
+
+TEST(SolverPoolTest, EveryJobCompletesOnTheTakingThreadInFinishingOrder) {
+  std::atomic<int> notified{0};
+  SolverPool pool(2, [&] { ++notified; });
+  std::vector<int> done;
+  for (int i = 0; i < 50; ++i) {
+    pool.Submit([i, &done]() -> std::function<void()> { return [i, &done] { done.push_back(i); }; });
+  }
+  while (done.size() < 50) {
+    pool.TakeDone();
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(pool.pending(), 0u);
+  EXPECT_EQ(notified.load(), 50);
+  std::vector<int> sorted = done;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+}  // namespace
+}  // namespace phasor::daemon
