@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""phasor.torch.gate_optimizer in a real torch.distributed job: two gloo
+processes on loopback (DistributedDataParallel, FileStore rendezvous in a temp
+dir), each with its own gate configured by the PHASOR_* variables, paced by a
+real phasord (ipc://). Both ranks gate every optimizer step at the same slot
+of the job's offset; the helper adds no collective (the only ones are DDP's).
+
+Exits 77 (ctest: skipped) with a message where torch is not installed.
+Run by ctest with PHASORD and the phasor package importable.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+STEPS = 4
+PERIOD_US = 300000
+
+
+def worker(rank, out_path):
+    import torch
+    import torch.distributed as dist
+    import phasor
+    import phasor.torch
+
+    store = dist.FileStore(os.environ["TEST_STORE"], 2)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=2)
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    gate = phasor.IterationGate.from_env(strict=True)
+    results = []
+    wait = gate.wait
+    gate.wait = lambda: results.append(wait()) or results[-1]  # the test's record of each step's gate
+    handle = phasor.torch.gate_optimizer(optimizer, gate)
+    for step in range(STEPS):
+        x = torch.full((4, 8), float(rank + step))
+        loss = model(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    handle.remove()
+    optimizer.step()  # no longer gated
+    weights = [p.detach().flatten().tolist() for p in model.parameters()]
+    with open(out_path, "w") as f:
+        json.dump({"results": results, "stats": gate.stats(), "offset": [gate.offset.origin_epoch_us,
+                   gate.offset.period_us, gate.offset.shift_us, gate.offset.version], "weights": weights}, f)
+    gate.close()
+    dist.destroy_process_group()
+
+
+class TorchGateTest(unittest.TestCase):
+    def test_two_gloo_ranks_gate_every_step_at_the_same_slot(self):
+        import phasor
+        from phasor import phasor_pb2 as pb
+        from phasord_fixture import Phasord
+
+        d = Phasord(prefix="phasor-torch-")
+        try:
+            client = phasor.Client(d.requests, timeout_ms=5000)
+            req = pb.RankRequest()
+            req.links.add(id="l", capacity_gbps=50.0)
+            j = req.jobs.add(id="ddp")
+            j.profile.period_us = PERIOD_US
+            j.profile.square.up_us = PERIOD_US // 3
+            j.profile.square.up_gbps = 40.0
+            req.candidates.add(id="c0").links["ddp"].shares["l"] = 1.0
+            reply = client.rank(req)
+            offset = client.commit(reply.ranking_id, "c0").offsets[0]
+            client.close()
+            env = dict(os.environ, PHASOR_JOB="ddp", PHASOR_REQUEST_ENDPOINT=d.requests,
+                       PHASOR_OFFSET_ENDPOINT=d.offsets, PHASOR_MODE="pace", PHASOR_FAIL_OPEN_MS="5000",
+                       TEST_STORE=os.path.join(d.dir, "store"), OMP_NUM_THREADS="1")
+            outs = [os.path.join(d.dir, "rank%d.json" % r) for r in (0, 1)]
+            procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), outs[r]], env=env)
+                     for r in (0, 1)]
+            try:
+                codes = [p.wait(timeout=120) for p in procs]
+            finally:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+            self.assertEqual(codes, [0, 0])
+            ranks = []
+            for path in outs:
+                with open(path) as f:
+                    ranks.append(json.load(f))
+        finally:
+            d.stop()
+
+        for r in ranks:
+            self.assertEqual(r["offset"], [offset.origin_epoch_us, PERIOD_US, offset.shift_us, offset.version])
+            self.assertEqual(len(r["results"]), STEPS)  # one gate per step, none after remove()
+            self.assertEqual([x["aligned"] for x in r["results"]], [True] * STEPS)
+            self.assertEqual([x["failed_open"] for x in r["results"]], [False] * STEPS)
+            for x in r["results"]:
+                self.assertEqual((x["slot_us"] - offset.origin_epoch_us - offset.shift_us) % PERIOD_US, 0)
+            s = r["stats"]
+            self.assertEqual((s["iterations"], s["gated"], s["fail_opens"]), (STEPS, STEPS, 0))
+        slots = [[x["slot_us"] for x in r["results"]] for r in ranks]
+        # DDP's all-reduce in backward() brings the ranks together before each
+        # step, so from the second step on both wait for the same slot. The
+        # first step's arrival (after process start) may straddle a slot
+        # boundary by the all-reduce's skew; then the ranks are one slot apart
+        # once and meet at the next.
+        self.assertIn(abs(slots[0][0] - slots[1][0]), (0, PERIOD_US))
+        self.assertEqual(slots[0][1:], slots[1][1:])
+        self.assertEqual(ranks[0]["weights"], ranks[1]["weights"])  # DDP kept the replicas equal
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        worker(int(sys.argv[2]), sys.argv[3])
+        sys.exit(0)
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        print("python_torch_test: SKIPPED: torch is not importable (%s); Debian: apt-get install python3-torch" % e)
+        sys.exit(77)
+    unittest.main()
