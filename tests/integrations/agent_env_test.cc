@@ -171,6 +171,18 @@ TEST_F(AgentEnvTest, AWrongEnvironmentGivesOneLineAndAGateThatFailsOpenAtOnce) {
   }
 }
 
+TEST_F(AgentEnvTest, AnEndpointZeroMqRefusesIsNamedByItsVariable) {
+  env_["PHASOR_REQUEST_ENDPOINT"] = "tcp://nohost";
+  std::ostringstream log;
+  EnvGate env = GateFromEnv(Lookup(), &log);
+  EXPECT_EQ(env.gate, nullptr);
+  EXPECT_EQ(env.status.message(), "PHASOR_REQUEST_ENDPOINT: 'tcp://nohost': Invalid argument");
+  EXPECT_EQ(log.str(),
+            "phasor: PHASOR_REQUEST_ENDPOINT: 'tcp://nohost': Invalid argument; the gate fails open (iterations are "
+            "not paced)\n");
+  EXPECT_TRUE(env.Wait().failed_open);
+}
+
 TEST_F(AgentEnvTest, TheInitialOffsetIsInForceBeforePhasordAnswers) {
   // No phasord at these endpoints: the offset from the environment paces the job.
   env_["PHASOR_MODE"] = "pace";

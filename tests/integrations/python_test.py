@@ -124,6 +124,8 @@ class PhasordTest(unittest.TestCase):
         sender.close()
         del j
 
+    # The gates' checks are about slots, not durations (the machine may be
+    # loaded): a gated iteration starts at or after a slot of the job's grid.
     def test_gate_once_aligns_first_iteration(self):
         gate = phasor.IterationGate("b", self.requests, self.offsets, mode="once", fail_open_ms=3000)
         r = gate.wait()
@@ -131,21 +133,24 @@ class PhasordTest(unittest.TestCase):
         self.assertTrue(r["aligned"])
         self.assertFalse(r["failed_open"])
         self.assertEqual(gate.offset.shift_us, self.commit.offsets[1].shift_us)
-        self.assertLessEqual(since_slot(gate.offset, t), 8000)
+        self.assertEqual(since_slot(gate.offset, r["slot_us"]), 0)
+        self.assertGreaterEqual(t, r["slot_us"])
         r = gate.wait()
         self.assertFalse(r["aligned"])
-        self.assertLess(r["waited_us"], 5000)
+        self.assertEqual(r["slot_us"], 0)  # runs free
         gate.close()
 
     def test_gate_pace_waits_every_slot(self):
         gate = phasor.IterationGate("a", self.requests, self.offsets, mode="pace", fail_open_ms=3000)
-        gate.wait()
+        last = gate.wait()["slot_us"]
         for _ in range(3):
             r = gate.wait()
             t = time.time_ns() // 1000
             self.assertTrue(r["aligned"])
-            self.assertLessEqual(since_slot(gate.offset, t), 8000)
-            self.assertGreaterEqual(r["waited_us"], 40000 - 8000)
+            self.assertEqual(since_slot(gate.offset, r["slot_us"]), 0)
+            self.assertGreater(r["slot_us"], last)  # a new slot every iteration
+            self.assertGreaterEqual(t, r["slot_us"])
+            last = r["slot_us"]
         gate.close()
 
     def test_gate_hears_published_offsets(self):
@@ -214,8 +219,8 @@ class FromEnvWithPhasordTest(unittest.TestCase):
         self.assertFalse(r["failed_open"])
         self.assertEqual((gate.offset.shift_us, gate.offset.period_us, gate.offset.version),
                          (committed.shift_us, committed.period_us, committed.version))
-        self.assertEqual(r["slot_us"], phasor.next_slot(committed, r["slot_us"]))  # on the job's grid
-        self.assertLessEqual(since_slot(gate.offset, t), 8000)
+        self.assertEqual(since_slot(committed, r["slot_us"]), 0)  # on the job's grid
+        self.assertGreaterEqual(t, r["slot_us"])
         gate.wait()
         stats = gate.stats()
         self.assertEqual((stats["iterations"], stats["gated"], stats["fail_opens"], stats["offset_version"]),
