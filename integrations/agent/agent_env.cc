@@ -53,22 +53,25 @@ absl::StatusOr<std::string> Endpoint(const EnvLookup& lookup, const char* name) 
 }
 
 // An integer in [minimum, maximum], or `fallback` when unset.
-absl::StatusOr<int64_t> Integer(const EnvLookup& lookup, const char* name, int64_t minimum, int64_t maximum,
-                                int64_t fallback) {
+absl::StatusOr<int64_t> Integer(const EnvLookup& lookup, const char* name, int64_t minimum,
+                                int64_t maximum, int64_t fallback) {
   std::optional<std::string> v = Get(lookup, name);
   if (!v) return fallback;
   int64_t n = 0;
   if (!absl::SimpleAtoi(*v, &n) || absl::StartsWith(*v, "+")) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": '", *v, "' is not an integer"));
   }
-  if (n < minimum) return absl::InvalidArgumentError(absl::StrCat(name, ": ", n, " is below ", minimum));
-  if (n > maximum) return absl::InvalidArgumentError(absl::StrCat(name, ": ", n, " is above ", maximum));
+  if (n < minimum)
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", n, " is below ", minimum));
+  if (n > maximum)
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", n, " is above ", maximum));
   return n;
 }
 
 absl::StatusOr<std::string> Key(const char* name, const std::string& path) {
   absl::StatusOr<std::string> key = protocol::ReadKeyFile(path);
-  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat(name, ": ", key.status().message()));
+  if (!key.ok())
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", key.status().message()));
   return key;
 }
 
@@ -76,8 +79,12 @@ absl::Status ReadCurve(const EnvLookup& lookup, IterationGateOptions& o) {
   std::optional<std::string> server = Get(lookup, kServerKey);
   std::optional<std::string> client = Get(lookup, kClientKey);
   if (!server && !client) return absl::OkStatus();
-  if (!server) return absl::InvalidArgumentError(absl::StrCat(kServerKey, ": required when ", kClientKey, " is set"));
-  if (!client) return absl::InvalidArgumentError(absl::StrCat(kClientKey, ": required when ", kServerKey, " is set"));
+  if (!server)
+    return absl::InvalidArgumentError(
+        absl::StrCat(kServerKey, ": required when ", kClientKey, " is set"));
+  if (!client)
+    return absl::InvalidArgumentError(
+        absl::StrCat(kClientKey, ": required when ", kServerKey, " is set"));
   client::CurveClientKeys keys;
   absl::StatusOr<std::string> k = Key(kServerKey, *server);
   if (!k.ok()) return k.status();
@@ -97,21 +104,26 @@ absl::Status ReadInitialOffset(const EnvLookup& lookup, IterationGateOptions& o)
   if (!any) return absl::OkStatus();
   for (const char* n : {kOriginEpochUs, kPeriodUs}) {
     if (!Get(lookup, n)) {
-      return absl::InvalidArgumentError(absl::StrCat(n, ": required when any of ", kOriginEpochUs, ", ", kPeriodUs,
-                                                     ", ", kShiftUs, ", ", kOffsetVersion, " is set"));
+      return absl::InvalidArgumentError(absl::StrCat(n, ": required when any of ", kOriginEpochUs,
+                                                     ", ", kPeriodUs, ", ", kShiftUs, ", ",
+                                                     kOffsetVersion, " is set"));
     }
   }
-  constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();  // period and shift are uint32 on the wire
-  absl::StatusOr<int64_t> origin = Integer(lookup, kOriginEpochUs, 0, std::numeric_limits<int64_t>::max(), 0);
+  constexpr int64_t kUint32Max =
+      std::numeric_limits<uint32_t>::max();  // period and shift are uint32 on the wire
+  absl::StatusOr<int64_t> origin =
+      Integer(lookup, kOriginEpochUs, 0, std::numeric_limits<int64_t>::max(), 0);
   if (!origin.ok()) return origin.status();
   absl::StatusOr<int64_t> period = Integer(lookup, kPeriodUs, 1, kUint32Max, 0);
   if (!period.ok()) return period.status();
   absl::StatusOr<int64_t> shift = Integer(lookup, kShiftUs, 0, kUint32Max, 0);
   if (!shift.ok()) return shift.status();
   if (*shift >= *period) {
-    return absl::InvalidArgumentError(absl::StrCat(kShiftUs, ": ", *shift, " is not below ", kPeriodUs, " (", *period, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kShiftUs, ": ", *shift, " is not below ", kPeriodUs, " (", *period, ")"));
   }
-  absl::StatusOr<int64_t> version = Integer(lookup, kOffsetVersion, 0, std::numeric_limits<int64_t>::max(), 0);
+  absl::StatusOr<int64_t> version =
+      Integer(lookup, kOffsetVersion, 0, std::numeric_limits<int64_t>::max(), 0);
   if (!version.ok()) return version.status();
   phasor::v1::OffsetUpdate offset;
   offset.set_job(o.job);
@@ -148,9 +160,11 @@ absl::StatusOr<IterationGateOptions> GateOptionsFromEnv(const EnvLookup& lookup)
   } else if (mode == "pace") {
     o.mode = GateMode::kPace;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(kMode, ": '", mode, "' is not 'once' or 'pace'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kMode, ": '", mode, "' is not 'once' or 'pace'"));
   }
-  absl::StatusOr<int64_t> fail_open = Integer(lookup, kFailOpenMs, 0, std::numeric_limits<int>::max(), 2000);
+  absl::StatusOr<int64_t> fail_open =
+      Integer(lookup, kFailOpenMs, 0, std::numeric_limits<int>::max(), 2000);
   if (!fail_open.ok()) return fail_open.status();
   o.fail_open_ms = static_cast<int>(*fail_open);
   if (absl::Status s = ReadCurve(lookup, o); !s.ok()) return s;
@@ -169,22 +183,27 @@ EnvGate GateFromEnv(const EnvLookup& lookup, std::ostream* log) {
   EnvGate env;
   absl::StatusOr<IterationGateOptions> options = GateOptionsFromEnv(lookup);
   if (options.ok()) {
-    absl::StatusOr<std::unique_ptr<IterationGate>> gate = IterationGate::Create(*std::move(options));
+    absl::StatusOr<std::unique_ptr<IterationGate>> gate =
+        IterationGate::Create(*std::move(options));
     if (gate.ok()) {
       env.gate = *std::move(gate);
       return env;
     }
     // Create() names the option; the user set the variable.
     std::string message(gate.status().message());
-    for (const auto& [option, variable] : {std::pair<std::string, std::string>{"request_endpoint", kRequestEndpoint},
-                                           {"offset_endpoint", kOffsetEndpoint}}) {
-      if (absl::StartsWith(message, option + ":")) message = variable + message.substr(option.size());
+    for (const auto& [option, variable] :
+         {std::pair<std::string, std::string>{"request_endpoint", kRequestEndpoint},
+          {"offset_endpoint", kOffsetEndpoint}}) {
+      if (absl::StartsWith(message, option + ":"))
+        message = variable + message.substr(option.size());
     }
     env.status = absl::Status(gate.status().code(), message);
   } else {
     env.status = options.status();
   }
-  if (log != nullptr) *log << "phasor: " << env.status.message() << "; the gate fails open (iterations are not paced)\n";
+  if (log != nullptr)
+    *log << "phasor: " << env.status.message()
+         << "; the gate fails open (iterations are not paced)\n";
   return env;
 }
 

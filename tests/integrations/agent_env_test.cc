@@ -105,9 +105,13 @@ TEST_F(AgentEnvTest, MissingRequiredVariablesAreNamed) {
 
 TEST_F(AgentEnvTest, BadValuesAreNamed) {
   env_["PHASOR_REQUEST_ENDPOINT"] = "phasord:7410";
-  EXPECT_EQ(Error(), "PHASOR_REQUEST_ENDPOINT: 'phasord:7410' is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)");
+  EXPECT_EQ(Error(),
+            "PHASOR_REQUEST_ENDPOINT: 'phasord:7410' is not a ZeroMQ endpoint (tcp://HOST:PORT, "
+            "ipc://PATH)");
   env_["PHASOR_REQUEST_ENDPOINT"] = "tcp://";
-  EXPECT_EQ(Error(), "PHASOR_REQUEST_ENDPOINT: 'tcp://' is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)");
+  EXPECT_EQ(
+      Error(),
+      "PHASOR_REQUEST_ENDPOINT: 'tcp://' is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)");
   env_["PHASOR_REQUEST_ENDPOINT"] = "tcp://127.0.0.1:23001";
   env_["PHASOR_MODE"] = "sometimes";
   EXPECT_EQ(Error(), "PHASOR_MODE: 'sometimes' is not 'once' or 'pace'");
@@ -118,9 +122,10 @@ TEST_F(AgentEnvTest, BadValuesAreNamed) {
   EXPECT_EQ(Error(), "PHASOR_FAIL_OPEN_MS: -1 is below 0");
   env_["PHASOR_FAIL_OPEN_MS"] = "100";
   env_["PHASOR_SHIFT_US"] = "10";
-  EXPECT_EQ(Error(),
-            "PHASOR_ORIGIN_EPOCH_US: required when any of PHASOR_ORIGIN_EPOCH_US, PHASOR_PERIOD_US, "
-            "PHASOR_SHIFT_US, PHASOR_OFFSET_VERSION is set");
+  EXPECT_EQ(
+      Error(),
+      "PHASOR_ORIGIN_EPOCH_US: required when any of PHASOR_ORIGIN_EPOCH_US, PHASOR_PERIOD_US, "
+      "PHASOR_SHIFT_US, PHASOR_OFFSET_VERSION is set");
   env_["PHASOR_ORIGIN_EPOCH_US"] = "1000";
   EXPECT_EQ(Error(),
             "PHASOR_PERIOD_US: required when any of PHASOR_ORIGIN_EPOCH_US, PHASOR_PERIOD_US, "
@@ -144,13 +149,16 @@ TEST_F(AgentEnvTest, KeyFilesThatAreMissingOrWrongAreNamed) {
   EXPECT_EQ(Error(), "PHASOR_SERVER_KEY: required when PHASOR_CLIENT_KEY is set");
   env_["PHASOR_SERVER_KEY"] = dir_ + "/phasord.pub";
   EXPECT_EQ(Error(), "PHASOR_SERVER_KEY: " + dir_ + "/phasord.pub: cannot open key file");
-  ASSERT_TRUE(protocol::WriteKeyPair(*protocol::GenerateCurveKeyPair(), dir_ + "/phasord", false).ok());
+  ASSERT_TRUE(
+      protocol::WriteKeyPair(*protocol::GenerateCurveKeyPair(), dir_ + "/phasord", false).ok());
   EXPECT_EQ(Error(), "PHASOR_CLIENT_KEY: " + dir_ + "/trainer.pub: cannot open key file");
-  ASSERT_TRUE(protocol::WriteKeyPair(*protocol::GenerateCurveKeyPair(), dir_ + "/trainer", false).ok());
+  ASSERT_TRUE(
+      protocol::WriteKeyPair(*protocol::GenerateCurveKeyPair(), dir_ + "/trainer", false).ok());
   std::filesystem::remove(dir_ + "/trainer.secret");
   EXPECT_EQ(Error(), "PHASOR_CLIENT_KEY: " + dir_ + "/trainer.secret: cannot open key file");
   { std::ofstream(dir_ + "/trainer.secret") << "not a key\n"; }
-  EXPECT_EQ(Error(), "PHASOR_CLIENT_KEY: " + dir_ + "/trainer.secret: not a 40-character Z85 CURVE key");
+  EXPECT_EQ(Error(),
+            "PHASOR_CLIENT_KEY: " + dir_ + "/trainer.secret: not a 40-character Z85 CURVE key");
 }
 
 TEST_F(AgentEnvTest, AWrongEnvironmentGivesOneLineAndAGateThatFailsOpenAtOnce) {
@@ -160,8 +168,10 @@ TEST_F(AgentEnvTest, AWrongEnvironmentGivesOneLineAndAGateThatFailsOpenAtOnce) {
   EnvGate env = GateFromEnv(Lookup(), &log);
   EXPECT_EQ(env.gate, nullptr);
   EXPECT_EQ(env.status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(log.str(), "phasor: PHASOR_SERVER_KEY: " + dir_ +
-                           "/missing.pub: cannot open key file; the gate fails open (iterations are not paced)\n");
+  EXPECT_EQ(
+      log.str(),
+      "phasor: PHASOR_SERVER_KEY: " + dir_ +
+          "/missing.pub: cannot open key file; the gate fails open (iterations are not paced)\n");
   for (int i = 0; i < 3; ++i) {
     GateResult r = env.Wait();
     EXPECT_TRUE(r.failed_open);
@@ -178,7 +188,8 @@ TEST_F(AgentEnvTest, AnEndpointZeroMqRefusesIsNamedByItsVariable) {
   EXPECT_EQ(env.gate, nullptr);
   EXPECT_EQ(env.status.message(), "PHASOR_REQUEST_ENDPOINT: 'tcp://nohost': Invalid argument");
   EXPECT_EQ(log.str(),
-            "phasor: PHASOR_REQUEST_ENDPOINT: 'tcp://nohost': Invalid argument; the gate fails open (iterations are "
+            "phasor: PHASOR_REQUEST_ENDPOINT: 'tcp://nohost': Invalid argument; the gate fails "
+            "open (iterations are "
             "not paced)\n");
   EXPECT_TRUE(env.Wait().failed_open);
 }
