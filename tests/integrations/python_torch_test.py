@@ -112,6 +112,79 @@ class TorchGateTest(unittest.TestCase):
         self.assertEqual(ranks[0]["weights"], ranks[1]["weights"])  # DDP kept the replicas equal
 
 
+class GateOptimizerTest(unittest.TestCase):
+    """gate_optimizer in one process with a gate that counts its calls."""
+
+    class CountingGate:
+        def __init__(self):
+            self.waits = 0
+
+        def wait(self):
+            self.waits += 1
+
+    def test_every_step_waits_until_removed_also_under_an_lr_scheduler(self):
+        import torch
+        import phasor.torch
+        p = torch.nn.Parameter(torch.ones(2))
+        optimizer = torch.optim.SGD([p], lr=0.5)
+        gate = self.CountingGate()
+        handle = phasor.torch.gate_optimizer(optimizer, gate)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)  # wraps step() again
+        for _ in range(3):
+            p.grad = torch.ones(2)
+            optimizer.step()
+            scheduler.step()
+        self.assertEqual(gate.waits, 3)
+        self.assertEqual(p.detach().tolist(), [1 - 0.5 - 0.25 - 0.125] * 2)  # the steps themselves ran
+        handle.remove()
+        optimizer.step()
+        self.assertEqual(gate.waits, 4)  # a scheduler wrapped the gated step: removing leaves its chain alone
+
+    def test_a_scheduler_made_before_the_gate_counts_the_gated_steps(self):
+        import warnings
+        import torch
+        import phasor.torch
+        p = torch.nn.Parameter(torch.ones(1))
+        optimizer = torch.optim.SGD([p], lr=1.0)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+        gate = self.CountingGate()
+        handle = phasor.torch.gate_optimizer(optimizer, gate)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "optimizer.step() has been overridden" would raise
+            for _ in range(2):
+                p.grad = torch.ones(1)
+                optimizer.step()
+                scheduler.step()
+        self.assertEqual(gate.waits, 2)
+        self.assertEqual(optimizer._step_count, 2)
+        self.assertEqual(p.detach().tolist(), [1 - 1.0 - 0.5])
+        handle.remove()
+        optimizer.step()
+        self.assertEqual(gate.waits, 2)
+        self.assertEqual(optimizer._step_count, 3)  # the scheduler's wrapper is back
+
+    def test_remove_restores_the_plain_step(self):
+        import torch
+        import phasor.torch
+        p = torch.nn.Parameter(torch.ones(1))
+        optimizer = torch.optim.SGD([p], lr=1.0)
+        gate = self.CountingGate()
+        handle = phasor.torch.gate_optimizer(optimizer, gate)
+        p.grad = torch.ones(1)
+        optimizer.step()
+        handle.remove()
+        handle.remove()  # twice is harmless
+        optimizer.step()
+        self.assertEqual(gate.waits, 1)
+        self.assertEqual(p.detach().tolist(), [-1.0])
+
+    def test_not_an_optimizer_is_refused(self):
+        import phasor.torch
+        with self.assertRaises(TypeError) as e:
+            phasor.torch.gate_optimizer(object(), self.CountingGate())
+        self.assertEqual(str(e.exception), "optimizer: object is not a torch.optim.Optimizer")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--worker":
         worker(int(sys.argv[2]), sys.argv[3])

@@ -16,6 +16,8 @@ collective: the ranks meet at the slot through the clock, not through
 torch.distributed.
 """
 
+import types
+
 import torch as _torch
 
 
@@ -34,21 +36,29 @@ class GateHandle:
 def gate_optimizer(optimizer, gate):
     """Makes every optimizer.step() first call gate.wait(). Uses
     Optimizer.register_step_pre_hook where PyTorch has it (2.0 and later);
-    on older PyTorch (Debian 12's 1.13) it wraps the optimizer's step method.
-    Returns a GateHandle."""
+    on older PyTorch (Debian 12's 1.13) it wraps the optimizer's step method
+    (before or after LR schedulers are created). Returns a GateHandle."""
     if not isinstance(optimizer, _torch.optim.Optimizer):
         raise TypeError("optimizer: %s is not a torch.optim.Optimizer" % type(optimizer).__name__)
     if hasattr(optimizer, "register_step_pre_hook"):
-        hook = optimizer.register_step_pre_hook(lambda opt, args, kwargs: gate.wait())
-        return GateHandle(hook.remove)
+        def pre_hook(opt, args, kwargs):
+            gate.wait()
+            return None  # a non-None return would replace step()'s arguments
+
+        return GateHandle(optimizer.register_step_pre_hook(pre_hook).remove)
     inner = optimizer.step  # the bound method (or an LR scheduler's wrapper)
     had_own_step = "step" in optimizer.__dict__
 
-    def step(*args, **kwargs):
+    def gated_step(self, *args, **kwargs):
         gate.wait()
         return inner(*args, **kwargs)
 
-    step.__wrapped__ = inner
+    # A bound method, as PyTorch 1.13's LR schedulers expect of step (they
+    # wrap it through __self__ and __func__); under a scheduler's counting
+    # wrapper it keeps the wrapper's mark, so the scheduler sees step() counted.
+    if getattr(inner, "_with_counter", False):
+        gated_step._with_counter = True
+    step = types.MethodType(gated_step, optimizer)
     optimizer.step = step
 
     def remove():
