@@ -5,6 +5,10 @@ dir), each with its own gate configured by the PHASOR_* variables, paced by a
 real phasord (ipc://). Both ranks gate every optimizer step at the same slot
 of the job's offset; the helper adds no collective (the only ones are DDP's).
 
+Also, in one process: gate_optimizer with LR schedulers made before and
+after it, remove(), a non-optimizer refused, and the Lightning callback
+(defined only where Lightning imports; a stand-in module here).
+
 Exits 77 (ctest: skipped) with a message where torch is not installed.
 Run by ctest with PHASORD and the phasor package importable.
 """
@@ -177,6 +181,31 @@ class GateOptimizerTest(unittest.TestCase):
         optimizer.step()
         self.assertEqual(gate.waits, 1)
         self.assertEqual(p.detach().tolist(), [-1.0])
+
+    def test_lightning_callback_is_defined_only_where_lightning_imports(self):
+        # Lightning is not packaged in Debian 12: a stand-in `lightning.pytorch`
+        # with a Callback base shows the callback is defined and gates each batch.
+        import importlib
+        import types
+        import phasor.torch
+        self.assertFalse(hasattr(phasor.torch, "GateCallback"))  # no lightning here
+        lightning = types.ModuleType("lightning")
+        lightning.pytorch = types.ModuleType("lightning.pytorch")
+        lightning.pytorch.Callback = type("Callback", (), {})
+        sys.modules.update({"lightning": lightning, "lightning.pytorch": lightning.pytorch})
+        try:
+            importlib.reload(phasor.torch)
+            gate = self.CountingGate()
+            callback = phasor.torch.GateCallback(gate)
+            self.assertIsInstance(callback, lightning.pytorch.Callback)
+            for batch_idx in range(3):
+                callback.on_train_batch_start(None, None, batch=[], batch_idx=batch_idx)
+            self.assertEqual(gate.waits, 3)
+        finally:
+            del sys.modules["lightning"], sys.modules["lightning.pytorch"]
+            phasor.torch.__dict__.pop("GateCallback", None)  # reload() keeps old names
+            importlib.reload(phasor.torch)
+        self.assertFalse(hasattr(phasor.torch, "GateCallback"))
 
     def test_not_an_optimizer_is_refused(self):
         import phasor.torch
