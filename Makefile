@@ -4,7 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build configure configure-build build test demo bench format clean
+PYTHON ?= /usr/bin/python3
+
+.PHONY: all deps deps-build configure configure-build build test demo bench format clean python-wheel
 
 all: build
 
@@ -34,6 +36,16 @@ demo: configure-build
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# The Python package's wheel, built offline from a clean copy (protoc
+# generates phasor_pb2.py): $(BUILD)/python-dist/phasor-<version>-py3-none-any.whl
+python-wheel:
+	rm -rf $(BUILD)/python-src
+	mkdir -p $(BUILD)/python-src/phasor $(BUILD)/python-dist
+	cp integrations/python/pyproject.toml integrations/python/setup.py integrations/python/README.md $(BUILD)/python-src/
+	cp integrations/python/phasor/*.py $(BUILD)/python-src/phasor/
+	cp protocol/phasor.proto $(BUILD)/python-src/
+	$(PYTHON) -m pip wheel --no-build-isolation --no-index --no-deps -w $(BUILD)/python-dist $(BUILD)/python-src
 
 format:
 	find placer topology probe protocol integrations cmd tests bench sim diagnose -name '*.h' -o -name '*.cc' 2>/dev/null | xargs -r clang-format -i

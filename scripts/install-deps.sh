@@ -21,6 +21,8 @@ packages=(
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
   prometheus-cpp-dev libcpp-httplib-dev
   python3 python3-zmq python3-protobuf
+  # the Python package (pip install ./integrations/python, make python-wheel) and its PyTorch helper's test
+  python3-setuptools python3-wheel python3-venv python3-pip python3-torch
   # probes
   dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev
   # the test and benchmark libraries (configuring needs them)

@@ -36,6 +36,12 @@ absl::StatusOr<std::unique_ptr<IterationGate>> IterationGate::Create(IterationGa
   if (options.offset_endpoint.empty()) return absl::InvalidArgumentError("offset_endpoint: required");
   if (options.fail_open_ms < 0) return absl::InvalidArgumentError("fail_open_ms: must be >= 0");
   if (options.retry_ms <= 0) return absl::InvalidArgumentError("retry_ms: must be > 0");
+  if (options.initial_offset && options.initial_offset->job() != options.job) {
+    return absl::InvalidArgumentError("initial_offset.job: must be the gate's job");
+  }
+  if (options.initial_offset && options.initial_offset->period_us() == 0) {
+    return absl::InvalidArgumentError("initial_offset.period_us: must be > 0");
+  }
   if (!options.now_epoch_us) options.now_epoch_us = SystemNowUs;
   absl::StatusOr<std::unique_ptr<client::OffsetSubscriber>> offsets = client::OffsetSubscriber::Connect(
       {options.job, options.request_endpoint, options.offset_endpoint, options.curve});
@@ -48,6 +54,7 @@ absl::StatusOr<std::unique_ptr<IterationGate>> IterationGate::Create(IterationGa
 IterationGate::IterationGate(IterationGateOptions options, std::unique_ptr<client::OffsetSubscriber> offsets)
     : options_(std::move(options)), offsets_(std::move(offsets)) {
   fail_open_left_us_ = static_cast<int64_t>(options_.fail_open_ms) * 1000;
+  if (options_.initial_offset) Accept(*options_.initial_offset);
 }
 
 IterationGate::~IterationGate() = default;

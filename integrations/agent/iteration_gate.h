@@ -41,6 +41,9 @@ struct IterationGateOptions {
   int retry_ms = 500;
   // CURVE keys when phasord runs CURVE.
   std::optional<client::CurveClientKeys> curve;
+  // An offset known at job start (PHASOR_PERIOD_US, ...; agent_env.h), in
+  // force until phasord answers; its job must be `job`. Default: none.
+  std::optional<phasor::v1::OffsetUpdate> initial_offset;
   // Now in us since the Unix epoch; default: the system clock.
   std::function<int64_t()> now_epoch_us;
 };

@@ -9,7 +9,9 @@ IterationGate holds the top of each iteration until the job's slot.
         --job a --requests ipc:///tmp/phasor/requests --offsets ipc:///tmp/phasor/offsets \
         --mode pace --iterations 20
 
-Without a running phasord it fails open after --fail-open-ms and trains anyway.
+Without --job the gate is configured by the PHASOR_* variables
+(phasor.IterationGate.from_env(), docs/agents.md). Without a running phasord it
+fails open after the fail-open bound and trains anyway.
 """
 
 import argparse
@@ -20,9 +22,9 @@ import phasor
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--job", required=True)
-    p.add_argument("--requests", required=True, help="phasord request_endpoint (ROUTER)")
-    p.add_argument("--offsets", required=True, help="phasord offset_endpoint (PUB)")
+    p.add_argument("--job", help="job id (default: PHASOR_JOB and the other PHASOR_* variables)")
+    p.add_argument("--requests", help="phasord request_endpoint (ROUTER)")
+    p.add_argument("--offsets", help="phasord offset_endpoint (PUB)")
     p.add_argument("--mode", choices=("once", "pace"), default="once")
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--compute-ms", type=float, default=30.0)
@@ -30,8 +32,13 @@ def main():
     p.add_argument("--fail-open-ms", type=int, default=1000)
     args = p.parse_args()
 
-    gate = phasor.IterationGate(args.job, args.requests, args.offsets, mode=args.mode,
-                                fail_open_ms=args.fail_open_ms)
+    if args.job is None:
+        gate = phasor.IterationGate.from_env()
+    elif args.requests is None or args.offsets is None:
+        p.error("--job needs --requests and --offsets")
+    else:
+        gate = phasor.IterationGate(args.job, args.requests, args.offsets, mode=args.mode,
+                                    fail_open_ms=args.fail_open_ms)
     try:
         for step in range(args.iterations):
             r = gate.wait()
@@ -41,6 +48,7 @@ def main():
             print("step %d: waited %.1f ms aligned=%s failed_open=%s offset_version=%d iteration %.1f ms"
                   % (step, r["waited_us"] / 1e3, r["aligned"], r["failed_open"], r["offset_version"],
                      (time.time() - start) * 1e3), flush=True)
+        print("stats: %s" % gate.stats(), flush=True)
     finally:
         gate.close()
 

@@ -1,8 +1,7 @@
 """The training-loop agent (SPEC section 7), same behaviour as the C++
 phasor::agent::IterationGate. Call ``wait()`` at the top of every iteration:
 
-    gate = phasor.IterationGate("job-a", "ipc:///run/phasor/requests",
-                                "ipc:///run/phasor/offsets", mode="once")
+    gate = phasor.IterationGate.from_env()   # PHASOR_* variables, docs/agents.md
     for step in range(steps):
         gate.wait()
         train_step()
@@ -10,9 +9,15 @@ phasor::agent::IterationGate. Call ``wait()`` at the top of every iteration:
 mode "once": only the first iteration after an offset arrives (or is re-sent)
 waits for its slot; "pace": every iteration waits for its slot. Fail open:
 without an offset the gate blocks at most fail_open_ms in total, then lets
-iterations through until one arrives.
+iterations through until one arrives. ``stats()`` says what the gate did.
+
+Every rank of a job gets the same offset, so ranks gating their iterations
+wait for the same wall-clock slot; the gate adds no collective of its own.
+Not thread-safe: one gate per training process.
 """
 
+import logging
+import os
 import time
 
 import zmq
@@ -20,6 +25,8 @@ import zmq
 from phasor import phasor_pb2 as pb
 from phasor.client import apply_curve
 from phasor.wire import PhasorError, decode, encode
+
+logger = logging.getLogger("phasor.agent")
 
 
 def _now_us():
@@ -34,9 +41,26 @@ def next_slot(offset, now_us):
     return base + k * period
 
 
+def _env_names(message):
+    """The constructor's message with its leading option named as the variable."""
+    for option, variable in (("request_endpoint", "PHASOR_REQUEST_ENDPOINT"),
+                             ("offset_endpoint", "PHASOR_OFFSET_ENDPOINT")):
+        if message.startswith(option + ":"):
+            return variable + message[len(option):]
+    return message
+
+
 class IterationGate:
+    """Holds iterations until the job's slot.
+
+    initial_offset: an OffsetUpdate known at job start (PHASOR_PERIOD_US, ...),
+    in force until phasord answers. log_every: log one summary line (logger
+    "phasor.agent", INFO) every that many iterations; 0: never.
+    Raises ValueError for a bad mode, a missing job or an endpoint ZeroMQ refuses.
+    """
+
     def __init__(self, job, request_endpoint, offset_endpoint, mode="once", fail_open_ms=2000,
-                 retry_ms=500, curve=None, clock=_now_us, context=None):
+                 retry_ms=500, curve=None, clock=_now_us, context=None, initial_offset=None, log_every=0):
         if mode not in ("once", "pace"):
             raise ValueError("mode: %r is not 'once' or 'pace'" % mode)
         if not job:
@@ -44,46 +68,126 @@ class IterationGate:
         self.job = job
         self.mode = mode
         self.offset = None
+        self.config_error = None
         self._clock = clock
         self._retry_us = retry_ms * 1000
         self._fail_open_left_us = fail_open_ms * 1000
         self._need_align = False
         self._ids = 0
+        self._log_every = log_every
+        self._last_slot = None
+        self._stats = {"iterations": 0, "gated": 0, "waited_us": 0, "slots_missed": 0, "fail_opens": 0}
+        self._sub = self._dealer = None
         self._context = context or zmq.Context.instance()
         self._sub = self._context.socket(zmq.SUB)
         self._dealer = self._context.socket(zmq.DEALER)
-        for s in (self._sub, self._dealer):
-            s.linger = 0
-            apply_curve(s, curve)
-        self._sub.setsockopt(zmq.SUBSCRIBE, job.encode())
-        self._sub.connect(offset_endpoint)
-        self._dealer.connect(request_endpoint)
+        try:
+            for s in (self._sub, self._dealer):
+                s.linger = 0
+                apply_curve(s, curve)
+            self._sub.setsockopt(zmq.SUBSCRIBE, job.encode())
+            for socket, name, endpoint in ((self._sub, "offset_endpoint", offset_endpoint),
+                                           (self._dealer, "request_endpoint", request_endpoint)):
+                try:
+                    socket.connect(endpoint)
+                except zmq.ZMQError as e:
+                    raise ValueError("%s: %r: %s" % (name, endpoint, e))
+        except Exception:
+            self.close()
+            raise
         self._poller = zmq.Poller()
         self._poller.register(self._sub, zmq.POLLIN)
         self._poller.register(self._dealer, zmq.POLLIN)
+        if initial_offset is not None:
+            self._accept_offset(initial_offset)
         self._send_get_offset()
 
+    @classmethod
+    def from_env(cls, environ=None, strict=False, **kwargs):
+        """A gate configured by the PHASOR_* variables (docs/agents.md) of
+        `environ` (default os.environ); kwargs (log_every, retry_ms, ...) are
+        passed on. When the environment is wrong it logs one error naming the
+        variable and returns a gate that lets every iteration through at once
+        (failing open), so a training loop never breaks; strict=True raises
+        phasor.env.ConfigError instead."""
+        from phasor.env import ConfigError, gate_options_from_env
+        environ = os.environ if environ is None else environ
+        try:
+            options = gate_options_from_env(environ)
+            options.update(kwargs)
+            return cls(**options)
+        except ValueError as e:  # ConfigError, or an endpoint ZeroMQ refuses
+            error = e if isinstance(e, ConfigError) else ConfigError(_env_names(str(e)))
+            if strict:
+                raise error
+            logger.error("phasor: %s; the gate fails open (iterations are not paced)", error)
+            return cls._failing_open(environ.get("PHASOR_JOB") or "", str(error), kwargs.get("log_every", 0))
+
+    @classmethod
+    def _failing_open(cls, job, error, log_every):
+        gate = cls.__new__(cls)
+        gate.job = job
+        gate.mode = "once"
+        gate.offset = None
+        gate.config_error = error
+        gate._sub = gate._dealer = None
+        gate._log_every = log_every
+        gate._stats = {"iterations": 0, "gated": 0, "waited_us": 0, "slots_missed": 0, "fail_opens": 0}
+        return gate
+
     def close(self):
-        self._sub.close(0)
-        self._dealer.close(0)
+        for s in (self._sub, self._dealer):
+            if s is not None:
+                s.close(0)
+        self._sub = self._dealer = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def stats(self):
+        """What the gate did, as a dict: iterations (wait() calls), gated
+        (iterations held until a slot), waited_us (total time in wait()),
+        slots_missed (pace mode: slots that passed between two gated
+        iterations, i.e. iterations longer than the period), fail_opens
+        (iterations let through without an offset), offset_version (0 before
+        an offset), config_error (the environment's error, or None)."""
+        s = dict(self._stats)
+        s["offset_version"] = self.offset.version if self.offset is not None else 0
+        s["config_error"] = self.config_error
+        return s
 
     def _send_get_offset(self):
         self._ids += 1
-        self._dealer.send_multipart([b""] + encode(pb.GetOffset(request_id=self._ids, job=self.job)), flags=zmq.NOBLOCK)
+        try:
+            self._dealer.send_multipart([b""] + encode(pb.GetOffset(request_id=self._ids, job=self.job)),
+                                        flags=zmq.NOBLOCK)
+        except zmq.Again:
+            pass  # no connection yet: asked again after retry_ms
         self._last_request_us = self._clock()
+
+    def _accept_offset(self, update):
+        if update.job != self.job or update.period_us == 0:
+            return
+        if self.offset is not None and update.version < self.offset.version:
+            return
+        update = pb.OffsetUpdate.FromString(update.SerializeToString())
+        update.request_id = 0
+        if self.offset is None or self.offset.period_us != update.period_us or \
+                self.offset.origin_epoch_us != update.origin_epoch_us or self.offset.shift_us != update.shift_us:
+            self._last_slot = None  # another slot grid: nothing was missed on it yet
+        self.offset = update
+        self._need_align = True
 
     def _accept(self, frames):
         try:
             update = decode(frames)
         except PhasorError:
             return
-        if not isinstance(update, pb.OffsetUpdate) or update.job != self.job or update.period_us == 0:
-            return
-        if self.offset is not None and update.version < self.offset.version:
-            return
-        update.request_id = 0
-        self.offset = update
-        self._need_align = True
+        if isinstance(update, pb.OffsetUpdate):
+            self._accept_offset(update)
 
     def _drain(self, timeout_ms):
         if not self._poller.poll(timeout_ms):
@@ -105,9 +209,25 @@ class IterationGate:
             if not got:
                 return
 
+    def _finish(self, result):
+        st = self._stats
+        st["iterations"] += 1
+        st["waited_us"] += result["waited_us"]
+        st["gated"] += result["aligned"]
+        st["fail_opens"] += result["failed_open"]
+        if self._log_every and st["iterations"] % self._log_every == 0:
+            logger.info("phasor gate %s: %d iterations, %d gated, waited %.3f s, %d slots missed, "
+                        "%d fail-opens, offset version %d", self.job, st["iterations"], st["gated"],
+                        st["waited_us"] / 1e6, st["slots_missed"], st["fail_opens"], result["offset_version"])
+        return result
+
     def wait(self):
         """Holds the iteration until its slot. Returns a dict: waited_us,
-        aligned, failed_open, offset_version."""
+        aligned, failed_open, offset_version, slot_us (the slot waited for,
+        0 when none)."""
+        if self._sub is None:  # failing open for good (bad environment, or closed)
+            return self._finish({"waited_us": 0, "aligned": False, "failed_open": True, "offset_version": 0,
+                                 "slot_us": 0})
         start = self._clock()
         self._drain(0)
         while self.offset is None and self._fail_open_left_us > 0:
@@ -120,16 +240,21 @@ class IterationGate:
         if self.offset is None:
             if self._clock() - self._last_request_us >= self._retry_us:
                 self._send_get_offset()
-            return {"waited_us": self._clock() - start, "aligned": False, "failed_open": True, "offset_version": 0}
+            return self._finish({"waited_us": self._clock() - start, "aligned": False, "failed_open": True,
+                                 "offset_version": 0, "slot_us": 0})
         aligned = False
+        slot = 0
         if self.mode == "pace" or self._need_align:
             slot = next_slot(self.offset, self._clock())
+            if self.mode == "pace" and self._last_slot is not None and slot > self._last_slot:
+                self._stats["slots_missed"] += (slot - self._last_slot) // self.offset.period_us - 1
             while True:
                 left = slot - self._clock()
                 if left <= 0:
                     break
                 time.sleep(left / 1e6)
+            self._last_slot = slot
             self._need_align = False
             aligned = True
-        return {"waited_us": self._clock() - start, "aligned": aligned, "failed_open": False,
-                "offset_version": self.offset.version}
+        return self._finish({"waited_us": self._clock() - start, "aligned": aligned, "failed_open": False,
+                             "offset_version": self.offset.version, "slot_us": slot})

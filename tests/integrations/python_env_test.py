@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""The Python agent's configuration from PHASOR_* variables (phasor.env,
+IterationGate.from_env): every variable parsed, every bad value refused with a
+message naming it (the same messages as the C++ agent_env_test.cc), a wrong
+environment failing open at once with one logged line, and the gate's stats.
+No phasord: the endpoints are ipc:// paths in a temp dir that nobody binds.
+"""
+
+import logging
+import os
+import shutil
+import tempfile
+import unittest
+
+import zmq
+
+import phasor
+from phasor import phasor_pb2 as pb
+from phasor.env import ConfigError, gate_options_from_env
+
+
+def write_key_pair(prefix):
+    public, secret = zmq.curve_keypair()
+    with open(prefix + ".pub", "w") as f:
+        f.write(public.decode() + "\n")
+    with open(prefix + ".secret", "w") as f:
+        f.write(secret.decode() + "\n")
+    return public.decode(), secret.decode()
+
+
+class EnvTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="phasor-py-env-")
+        self.env = {"PHASOR_JOB": "job-a", "PHASOR_REQUEST_ENDPOINT": "ipc://%s/requests" % self.dir,
+                    "PHASOR_OFFSET_ENDPOINT": "ipc://%s/offsets" % self.dir}
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def error(self):
+        with self.assertRaises(ConfigError) as e:
+            gate_options_from_env(self.env)
+        return str(e.exception)
+
+    def test_required_variables_and_defaults(self):
+        o = gate_options_from_env(self.env)
+        self.assertEqual(o, {"job": "job-a", "request_endpoint": "ipc://%s/requests" % self.dir,
+                             "offset_endpoint": "ipc://%s/offsets" % self.dir, "mode": "once",
+                             "fail_open_ms": 2000, "curve": None, "initial_offset": None})
+
+    def test_every_variable_is_read(self):
+        server_public, _ = write_key_pair(self.dir + "/phasord")
+        mine_public, mine_secret = write_key_pair(self.dir + "/trainer")
+        self.env.update({"PHASOR_MODE": " pace ", "PHASOR_FAIL_OPEN_MS": "0",
+                         "PHASOR_SERVER_KEY": self.dir + "/phasord.pub", "PHASOR_CLIENT_KEY": self.dir + "/trainer",
+                         "PHASOR_ORIGIN_EPOCH_US": "1700000000000000", "PHASOR_PERIOD_US": "200000",
+                         "PHASOR_SHIFT_US": "150000", "PHASOR_OFFSET_VERSION": "7"})
+        o = gate_options_from_env(self.env)
+        self.assertEqual(o["mode"], "pace")
+        self.assertEqual(o["fail_open_ms"], 0)
+        self.assertEqual(o["curve"], phasor.CurveKeys(server_public, mine_public, mine_secret))
+        self.assertEqual(o["initial_offset"], pb.OffsetUpdate(job="job-a", origin_epoch_us=1700000000000000,
+                                                              period_us=200000, shift_us=150000, version=7))
+
+    def test_shift_and_version_default_to_zero(self):
+        self.env.update({"PHASOR_ORIGIN_EPOCH_US": "1000", "PHASOR_PERIOD_US": "500"})
+        o = gate_options_from_env(self.env)["initial_offset"]
+        self.assertEqual((o.shift_us, o.version), (0, 0))
+
+    def test_missing_required_variables_are_named(self):
+        del self.env["PHASOR_JOB"]
+        self.assertEqual(self.error(), "PHASOR_JOB: required (not set)")
+        self.env["PHASOR_JOB"] = "  "
+        self.assertEqual(self.error(), "PHASOR_JOB: required (not set)")
+        self.env["PHASOR_JOB"] = "a"
+        del self.env["PHASOR_OFFSET_ENDPOINT"]
+        self.assertEqual(self.error(), "PHASOR_OFFSET_ENDPOINT: required (not set)")
+        del self.env["PHASOR_REQUEST_ENDPOINT"]
+        self.assertEqual(self.error(), "PHASOR_REQUEST_ENDPOINT: required (not set)")
+
+    def test_bad_values_are_named(self):
+        self.env["PHASOR_REQUEST_ENDPOINT"] = "phasord:7410"
+        self.assertEqual(self.error(), "PHASOR_REQUEST_ENDPOINT: 'phasord:7410' is not a ZeroMQ endpoint "
+                                       "(tcp://HOST:PORT, ipc://PATH)")
+        self.env["PHASOR_REQUEST_ENDPOINT"] = "tcp://"
+        self.assertEqual(self.error(), "PHASOR_REQUEST_ENDPOINT: 'tcp://' is not a ZeroMQ endpoint "
+                                       "(tcp://HOST:PORT, ipc://PATH)")
+        self.env["PHASOR_REQUEST_ENDPOINT"] = "tcp://127.0.0.1:23001"
+        self.env["PHASOR_MODE"] = "sometimes"
+        self.assertEqual(self.error(), "PHASOR_MODE: 'sometimes' is not 'once' or 'pace'")
+        self.env["PHASOR_MODE"] = "once"
+        self.env["PHASOR_FAIL_OPEN_MS"] = "2s"
+        self.assertEqual(self.error(), "PHASOR_FAIL_OPEN_MS: '2s' is not an integer")
+        self.env["PHASOR_FAIL_OPEN_MS"] = "-1"
+        self.assertEqual(self.error(), "PHASOR_FAIL_OPEN_MS: -1 is below 0")
+        self.env["PHASOR_FAIL_OPEN_MS"] = "100"
+        self.env["PHASOR_SHIFT_US"] = "10"
+        self.assertEqual(self.error(), "PHASOR_ORIGIN_EPOCH_US: required when any of PHASOR_ORIGIN_EPOCH_US, "
+                                       "PHASOR_PERIOD_US, PHASOR_SHIFT_US, PHASOR_OFFSET_VERSION is set")
+        self.env["PHASOR_ORIGIN_EPOCH_US"] = "1000"
+        self.assertEqual(self.error(), "PHASOR_PERIOD_US: required when any of PHASOR_ORIGIN_EPOCH_US, "
+                                       "PHASOR_PERIOD_US, PHASOR_SHIFT_US, PHASOR_OFFSET_VERSION is set")
+        self.env["PHASOR_PERIOD_US"] = "0"
+        self.assertEqual(self.error(), "PHASOR_PERIOD_US: 0 is below 1")
+        self.env["PHASOR_PERIOD_US"] = "4294967296"
+        self.assertEqual(self.error(), "PHASOR_PERIOD_US: 4294967296 is above 4294967295")
+        self.env["PHASOR_PERIOD_US"] = "10"
+        self.assertEqual(self.error(), "PHASOR_SHIFT_US: 10 is not below PHASOR_PERIOD_US (10)")
+        self.env["PHASOR_SHIFT_US"] = "3"
+        self.env["PHASOR_OFFSET_VERSION"] = "+1"
+        self.assertEqual(self.error(), "PHASOR_OFFSET_VERSION: '+1' is not an integer")
+
+    def test_key_files_that_are_missing_or_wrong_are_named(self):
+        d = self.dir
+        self.env["PHASOR_SERVER_KEY"] = d + "/phasord.pub"
+        self.assertEqual(self.error(), "PHASOR_CLIENT_KEY: required when PHASOR_SERVER_KEY is set")
+        del self.env["PHASOR_SERVER_KEY"]
+        self.env["PHASOR_CLIENT_KEY"] = d + "/trainer"
+        self.assertEqual(self.error(), "PHASOR_SERVER_KEY: required when PHASOR_CLIENT_KEY is set")
+        self.env["PHASOR_SERVER_KEY"] = d + "/phasord.pub"
+        self.assertEqual(self.error(), "PHASOR_SERVER_KEY: %s/phasord.pub: cannot open key file" % d)
+        write_key_pair(d + "/phasord")
+        self.assertEqual(self.error(), "PHASOR_CLIENT_KEY: %s/trainer.pub: cannot open key file" % d)
+        write_key_pair(d + "/trainer")
+        os.remove(d + "/trainer.secret")
+        self.assertEqual(self.error(), "PHASOR_CLIENT_KEY: %s/trainer.secret: cannot open key file" % d)
+        with open(d + "/trainer.secret", "w") as f:
+            f.write("not a key\n")
+        self.assertEqual(self.error(), "PHASOR_CLIENT_KEY: %s/trainer.secret: not a 40-character Z85 CURVE key" % d)
+
+
+class FromEnvTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="phasor-py-env-")
+        self.env = {"PHASOR_JOB": "job-a", "PHASOR_REQUEST_ENDPOINT": "ipc://%s/requests" % self.dir,
+                    "PHASOR_OFFSET_ENDPOINT": "ipc://%s/offsets" % self.dir}
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def assert_fails_open_at_once(self, message):
+        with self.assertLogs("phasor.agent", logging.ERROR) as logs:
+            gate = phasor.IterationGate.from_env(self.env)
+        self.assertEqual(logs.output, ["ERROR:phasor.agent:phasor: %s; the gate fails open (iterations are not paced)"
+                                       % message])
+        for _ in range(3):
+            self.assertEqual(gate.wait(), {"waited_us": 0, "aligned": False, "failed_open": True,
+                                           "offset_version": 0, "slot_us": 0})
+        self.assertEqual(gate.stats(), {"iterations": 3, "gated": 0, "waited_us": 0, "slots_missed": 0,
+                                        "fail_opens": 3, "offset_version": 0, "config_error": message})
+        gate.close()
+
+    def test_a_missing_key_file_fails_open_with_one_line(self):
+        self.env.update({"PHASOR_SERVER_KEY": self.dir + "/missing.pub", "PHASOR_CLIENT_KEY": self.dir + "/trainer"})
+        self.assert_fails_open_at_once("PHASOR_SERVER_KEY: %s/missing.pub: cannot open key file" % self.dir)
+
+    def test_a_bad_endpoint_fails_open_with_one_line(self):
+        self.env["PHASOR_OFFSET_ENDPOINT"] = "pub.example:7411"
+        self.assert_fails_open_at_once("PHASOR_OFFSET_ENDPOINT: 'pub.example:7411' is not a ZeroMQ endpoint "
+                                       "(tcp://HOST:PORT, ipc://PATH)")
+
+    def test_an_endpoint_zeromq_refuses_is_named_by_its_variable(self):
+        self.env["PHASOR_REQUEST_ENDPOINT"] = "tcp://nohost"
+        self.assert_fails_open_at_once("PHASOR_REQUEST_ENDPOINT: 'tcp://nohost': Invalid argument")
+
+    def test_no_environment_at_all_fails_open(self):
+        self.env = {}
+        self.assert_fails_open_at_once("PHASOR_JOB: required (not set)")
+
+    def test_strict_raises(self):
+        del self.env["PHASOR_JOB"]
+        with self.assertRaises(ConfigError) as e:
+            phasor.IterationGate.from_env(self.env, strict=True)
+        self.assertEqual(str(e.exception), "PHASOR_JOB: required (not set)")
+
+    def test_stats_count_gated_iterations_and_missed_slots(self):
+        # The offset from the environment (nobody answers at the endpoints) and
+        # a clock the test moves: slots are every 1000 us from 0.
+        self.env.update({"PHASOR_MODE": "pace", "PHASOR_ORIGIN_EPOCH_US": "0", "PHASOR_PERIOD_US": "1000",
+                         "PHASOR_OFFSET_VERSION": "3"})
+        now = [1000]
+        gate = phasor.IterationGate.from_env(self.env, strict=True, clock=lambda: now[0])
+        results = []
+        for t in (1000, 2000, 5000, 6000):
+            now[0] = t
+            results.append(gate.wait())
+        self.assertEqual([r["slot_us"] for r in results], [1000, 2000, 5000, 6000])
+        self.assertEqual([r["aligned"] for r in results], [True] * 4)
+        self.assertEqual(gate.stats(), {"iterations": 4, "gated": 4, "waited_us": 0, "slots_missed": 2,
+                                        "fail_opens": 0, "offset_version": 3, "config_error": None})
+        gate.close()
+
+    def test_log_every_n_iterations(self):
+        self.env.update({"PHASOR_ORIGIN_EPOCH_US": "0", "PHASOR_PERIOD_US": "1000"})
+        now = [1000]
+        gate = phasor.IterationGate.from_env(self.env, strict=True, clock=lambda: now[0], log_every=2)
+        with self.assertLogs("phasor.agent", logging.INFO) as logs:
+            for _ in range(5):
+                gate.wait()
+        self.assertEqual(logs.output, [
+            "INFO:phasor.agent:phasor gate job-a: 2 iterations, 1 gated, waited 0.000 s, 0 slots missed, "
+            "0 fail-opens, offset version 0",
+            "INFO:phasor.agent:phasor gate job-a: 4 iterations, 1 gated, waited 0.000 s, 0 slots missed, "
+            "0 fail-opens, offset version 0"])
+        gate.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
