@@ -37,6 +37,8 @@ enum class MessageType {
   kHealthReply,
   kGetSnapshot,
   kSnapshot,
+  kReleasePlacement,
+  kReleaseReply,
   kError,
 };
 

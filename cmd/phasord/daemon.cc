@@ -24,6 +24,7 @@
 #include "protocol/framing.h"
 #include "spdlog/spdlog.h"
 #include "topology/router.h"
+#include "topology/topology_file.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
 #include "zmq.hpp"
@@ -113,6 +114,7 @@ class Daemon::Impl {
   void OnGetOffset(const std::vector<std::string>& routing, const protocol::Envelope& env);
   void OnHealth(const std::vector<std::string>& routing, const protocol::Envelope& env);
   void OnGetSnapshot(const std::vector<std::string>& routing, const protocol::Envelope& env);
+  void OnRelease(const std::vector<std::string>& routing, const protocol::Envelope& env);
 
   void Reply(const std::vector<std::string>& routing, MessageType type, const google::protobuf::MessageLite& msg);
   void ReplyError(const std::vector<std::string>& routing, std::optional<MessageType> type, const v1::Error& error);
@@ -279,7 +281,7 @@ absl::Status Daemon::Impl::Start() {
   link_capacity_gbps_ = committed->capacities_gbps;
 
   if (!options_.topology_path.empty()) {
-    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(options_.topology_path);
+    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyFile(options_.topology_path);
     if (!fabric.ok()) {
       return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
     }
@@ -457,6 +459,9 @@ void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames) {
       break;
     case MessageType::kGetSnapshot:
       OnGetSnapshot(routing, env);
+      break;
+    case MessageType::kReleasePlacement:
+      OnRelease(routing, env);
       break;
     default:
       ReplyError(routing, env.type,
@@ -750,6 +755,49 @@ void Daemon::Impl::OnGetSnapshot(const std::vector<std::string>& routing, const 
     l.set_capacity_gbps(*capacity);
   }
   Reply(routing, MessageType::kSnapshot, reply);
+}
+
+// The jobs leave the committed placement: their rows go, their offsets are
+// no longer published (agents keep the last one they got, SPEC section 7).
+void Daemon::Impl::OnRelease(const std::vector<std::string>& routing, const protocol::Envelope& env) {
+  v1::ReleasePlacement req;
+  if (auto error = protocol::ParsePayload(env, req)) return ReplyError(routing, env.type, *error);
+  const uint64_t id = req.request_id();
+  if (req.jobs().empty()) {
+    return ReplyError(routing, env.type, protocol::MakeError(v1::Error::INVALID_ARGUMENT, "jobs: must not be empty", id));
+  }
+  if (static_cast<uint32_t>(req.jobs_size()) > options_.max_jobs_per_request) {
+    return ReplyError(routing, env.type,
+                      protocol::MakeError(v1::Error::LIMIT_EXCEEDED,
+                                          absl::StrCat("jobs: ", req.jobs_size(), " entries exceed the limit of ",
+                                                       options_.max_jobs_per_request),
+                                          id));
+  }
+  for (int i = 0; i < req.jobs_size(); ++i) {
+    if (req.jobs(i).empty()) {
+      return ReplyError(routing, env.type,
+                        protocol::MakeError(v1::Error::INVALID_ARGUMENT, absl::StrCat("jobs[", i, "]: must not be empty"), id));
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> released =
+      store_->Release(std::vector<std::string>(req.jobs().begin(), req.jobs().end()));
+  if (!released.ok()) {
+    spdlog::error("phasord: release failed: {}", std::string(released.status().message()));
+    return ReplyError(routing, env.type,
+                      protocol::MakeError(v1::Error::INTERNAL, std::string(released.status().message()), id));
+  }
+  v1::ReleaseReply reply;
+  reply.set_request_id(id);
+  for (const std::string& job : *released) {
+    if (offsets_.erase(job) > 0 && placements_ > 0) --placements_;
+    request_profiles_.erase(job);
+    last_realign_us_.erase(job);
+    reply.add_released(job);
+  }
+  metrics_.Increment("phasord_released_total", {}, static_cast<double>(released->size()));
+  metrics_.Set("phasord_jobs", {}, static_cast<double>(offsets_.size()));
+  spdlog::info("phasord: released {} of {} named jobs", released->size(), req.jobs_size());
+  Reply(routing, MessageType::kReleaseReply, reply);
 }
 
 void Daemon::Impl::HandleProfile(std::vector<zmq::message_t>& frames) {

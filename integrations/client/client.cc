@@ -189,6 +189,16 @@ absl::StatusOr<v1::Snapshot> Client::GetSnapshot() {
   return reply;
 }
 
+absl::StatusOr<v1::ReleaseReply> Client::Release(const std::vector<std::string>& jobs) {
+  v1::ReleasePlacement request;
+  for (const std::string& job : jobs) request.add_jobs(job);
+  v1::ReleaseReply reply;
+  if (absl::Status s = Call(MessageType::kReleasePlacement, request, MessageType::kReleaseReply, reply); !s.ok()) {
+    return s;
+  }
+  return reply;
+}
+
 absl::StatusOr<std::unique_ptr<ProfileSender>> ProfileSender::Connect(const std::string& endpoint,
                                                                       const std::optional<CurveClientKeys>& curve,
                                                                       zmq::context_t* context) {

@@ -1,0 +1,36 @@
+#include "topology/topology_file.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "topology/topology_yaml.h"
+
+namespace phasor::topology {
+
+TopologyFormat DetectTopologyFormat(std::string_view path, std::string_view text) {
+  if (absl::EndsWithIgnoreCase(path, ".yaml") || absl::EndsWithIgnoreCase(path, ".yml")) return TopologyFormat::kYaml;
+  if (absl::EndsWithIgnoreCase(path, ".conf")) return TopologyFormat::kSlurm;
+  for (std::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line.front() == '#') continue;
+    return absl::StartsWithIgnoreCase(line, "SwitchName=") ? TopologyFormat::kSlurm : TopologyFormat::kYaml;
+  }
+  return TopologyFormat::kYaml;
+}
+
+absl::StatusOr<Topology> LoadTopologyFile(const std::string& path, const SlurmImportOptions& slurm) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the file"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (DetectTopologyFormat(path, text.str()) == TopologyFormat::kSlurm) {
+    return ParseSlurmTopology(text.str(), slurm, path);
+  }
+  return ParseTopologyYaml(text.str(), path);
+}
+
+}  // namespace phasor::topology
