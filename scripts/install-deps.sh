@@ -17,6 +17,8 @@ packages=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev iproute2
   chromium  # headless: the `phasor diagnose` HTML report's browser check
+  # Slurm integration test: a real slurmctld + 8 slurmd (job_submit_lua.so is linked against Lua 5.1)
+  munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins lua5.1
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "integrations/slurm/tree_candidates.h"
 #include "nlohmann/json.hpp"
+#include "placer/candidate_routing.h"
 #include "placer/rank_json.h"
 #include "protocol/convert.h"
 #include "spdlog/spdlog.h"
@@ -76,6 +77,7 @@ absl::Status SlurmController::Init() {
     return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
   }
   fabric_ = std::make_unique<topology::Topology>(*std::move(fabric));
+  router_ = std::make_unique<topology::Router>(*fabric_);
   absl::StatusOr<ProfileResolver> resolver = ProfileResolver::Create(options_.profiles);
   if (!resolver.ok()) return resolver.status();
   resolver_ = *std::move(resolver);
@@ -151,6 +153,12 @@ absl::Status SlurmController::Load() {
   return absl::OkStatus();
 }
 
+void SlurmController::Route(placer::RankRequest& request, std::string& why) const {
+  std::vector<placer::RejectedCandidate> unrouted;
+  placer::RouteCandidates(*fabric_, *router_, request, unrouted);
+  if (!unrouted.empty()) why = absl::StrCat(unrouted[0].candidate, ": ", unrouted[0].reason);
+}
+
 void SlurmController::AddRunningJobs(placer::RankRequest& request,
                                      std::map<std::string, std::vector<std::string>>& servers) const {
   for (const auto& [job, p] : placed_) {
@@ -206,6 +214,12 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
   if (!options_.dump_dir.empty()) {
     std::ofstream(options_.dump_dir + "/" + token + ".json") << RankRequestToServerJson(request);
   }
+  const std::vector<placer::Candidate> as_servers = request.candidates;
+  std::string unrouted;
+  Route(request, unrouted);
+  if (request.candidates.empty()) {
+    return decline(absl::FailedPreconditionError(absl::StrCat("no candidate can be routed: ", unrouted)));
+  }
   absl::StatusOr<client::RankResult> ranked = fast_->Rank(request);
   if (!ranked.ok()) return decline(absl::Status(ranked.status().code(), absl::StrCat("phasord: ", ranked.status().message())));
   if (ranked->ranking.ranked.empty()) {
@@ -214,8 +228,8 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
   }
   const placer::RankedCandidate& best = ranked->ranking.ranked[0];
   size_t index = 0;
-  while (index < request.candidates.size() && request.candidates[index].id != best.candidate) ++index;
-  if (index == request.candidates.size()) {
+  while (index < as_servers.size() && as_servers[index].id != best.candidate) ++index;
+  if (index == as_servers.size()) {
     return decline(absl::InternalError(absl::StrCat("phasord ranked an unknown candidate '", best.candidate, "'")));
   }
   Proposal proposal{token, (*sets)[index].nodes, best.candidate, best.score, static_cast<uint32_t>(sets->size())};
@@ -246,6 +260,9 @@ absl::Status SlurmController::Start(const std::string& token, const std::string&
   c.servers = running;
   c.servers[job_id] = where;
   request.candidates.push_back(c);
+  std::string unrouted;
+  Route(request, unrouted);
+  if (request.candidates.empty()) return absl::FailedPreconditionError(absl::StrCat("cannot route the job: ", unrouted));
   absl::StatusOr<client::RankResult> ranked = slow_->Rank(request);
   if (!ranked.ok()) return absl::Status(ranked.status().code(), absl::StrCat("phasord: ", ranked.status().message()));
   if (ranked->ranking.ranked.empty()) {

@@ -35,6 +35,7 @@
 #include "integrations/slurm/job_spec.h"
 #include "integrations/slurm/slurm_state.h"
 #include "placer/ranker.h"
+#include "topology/router.h"
 #include "topology/slurm_import.h"
 #include "topology/topology.h"
 
@@ -139,6 +140,10 @@ class SlurmController {
   absl::Status Init();
   absl::Status Save() const;
   absl::Status Load();
+  // Server-form candidates become link shares over the fabric (the ring
+  // traffic model of `phasor rank --topology`), so phasord needs no fabric.
+  // A candidate that cannot be routed is dropped (with the reason in `why`).
+  void Route(placer::RankRequest& request, std::string& why) const;
   // The running placed jobs as ranking jobs (pinned at their shifts) and as
   // the servers every candidate repeats.
   void AddRunningJobs(placer::RankRequest& request, std::map<std::string, std::vector<std::string>>& servers) const;
@@ -147,6 +152,7 @@ class SlurmController {
 
   SlurmControllerOptions options_;
   std::unique_ptr<topology::Topology> fabric_;
+  std::unique_ptr<topology::Router> router_;
   std::optional<ProfileResolver> resolver_;
   std::unique_ptr<client::Client> fast_;  // submit_timeout_ms
   std::unique_ptr<client::Client> slow_;  // lifecycle_timeout_ms
