@@ -7,14 +7,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "topology/absl_compat.h"
 #include "topology/topology_yaml.h"
 
 namespace phasor::topology {
 
 TopologyFormat DetectTopologyFormat(std::string_view path, std::string_view text) {
-  if (absl::EndsWithIgnoreCase(path, ".yaml") || absl::EndsWithIgnoreCase(path, ".yml")) return TopologyFormat::kYaml;
-  if (absl::EndsWithIgnoreCase(path, ".conf")) return TopologyFormat::kSlurm;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
+  const absl::string_view name = AsAbsl(path);
+  if (absl::EndsWithIgnoreCase(name, ".yaml") || absl::EndsWithIgnoreCase(name, ".yml")) return TopologyFormat::kYaml;
+  if (absl::EndsWithIgnoreCase(name, ".conf")) return TopologyFormat::kSlurm;
+  for (absl::string_view line : absl::StrSplit(AsAbsl(text), '\n')) {
     line = absl::StripAsciiWhitespace(line);
     if (line.empty() || line.front() == '#') continue;
     return absl::StartsWithIgnoreCase(line, "SwitchName=") ? TopologyFormat::kSlurm : TopologyFormat::kYaml;

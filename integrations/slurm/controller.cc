@@ -134,17 +134,20 @@ absl::Status SlurmController::Load() {
   const std::string where = absl::StrCat("state_path '", options_.state_path, "': ");
   if (doc.is_discarded() || !doc.is_object()) return absl::InvalidArgumentError(where + "not a JSON object");
   try {
-    for (const auto& [token, p] : doc.value("pending", json::object()).items()) {
+    const json pending = doc.value("pending", json::object());
+    const json placed = doc.value("placed", json::object());
+    const json unreleased = doc.value("unreleased", json::array());
+    for (const auto& [token, p] : pending.items()) {
       absl::StatusOr<placer::TrafficProfile> profile = ProfileFromJson(p.at("profile"), "pending." + token);
       if (!profile.ok()) return profile.status();
       pending_[token] = {p.at("nodes").get<std::vector<std::string>>(), *profile, p.at("created_us").get<int64_t>()};
     }
-    for (const auto& [job, p] : doc.value("placed", json::object()).items()) {
+    for (const auto& [job, p] : placed.items()) {
       absl::StatusOr<placer::TrafficProfile> profile = ProfileFromJson(p.at("profile"), "placed." + job);
       if (!profile.ok()) return profile.status();
       placed_[job] = {p.at("token").get<std::string>(), p.at("nodes").get<std::vector<std::string>>(), *profile};
     }
-    for (const json& j : doc.value("unreleased", json::array())) unreleased_.insert(j.get<std::string>());
+    for (const json& j : unreleased) unreleased_.insert(j.get<std::string>());
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(where + e.what());
   }

@@ -130,7 +130,7 @@ class SlurmController {
     placer::TrafficProfile profile;
     int64_t created_us = 0;
   };
-  struct Placed {
+  struct PlacedJob {
     std::string token;
     std::vector<std::string> nodes;
     placer::TrafficProfile profile;
@@ -162,7 +162,7 @@ class SlurmController {
   std::vector<SlurmNode> nodes_;
   std::map<std::string, SlurmJob> jobs_;
   std::map<std::string, Pending> pending_;  // token ->
-  std::map<std::string, Placed> placed_;    // Slurm job id ->
+  std::map<std::string, PlacedJob> placed_;    // Slurm job id ->
   std::set<std::string> unreleased_;        // ended, phasord not told yet
   // From phasord's snapshot: the latest profile and shift of placed jobs.
   std::map<std::string, placer::TrafficProfile> observed_profiles_;

@@ -23,7 +23,7 @@ namespace {
 // How long a connected client has to send its request.
 constexpr int kReadDeadlineMs = 1000;
 
-std::string Fail(std::string_view reason) {
+std::string Fail(absl::string_view reason) {
   std::string r(reason);
   for (char& c : r) {
     if (c == '\n' || c == '\r') c = ' ';
@@ -44,11 +44,11 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHookLines(std::string_vi
   }
   std::map<std::string, std::string> out;
   int line_no = 0;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
     ++line_no;
     if (line.empty()) continue;
     const size_t eq = line.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
+    if (eq == absl::string_view::npos || eq == 0) {
       return absl::InvalidArgumentError(absl::StrCat("request line ", line_no, ": expected key=value"));
     }
     std::string key(line.substr(0, eq));

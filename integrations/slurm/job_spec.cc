@@ -22,15 +22,15 @@ bool SafeValue(std::string_view v) {
   return v != "." && v != "..";
 }
 
-std::vector<std::string_view> Words(std::string_view comment) {
-  return absl::StrSplit(comment, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+std::vector<std::string> Words(std::string_view comment) {
+  return absl::StrSplit(absl::string_view(comment.data(), comment.size()), absl::ByAnyChar(" \t"), absl::SkipEmpty());
 }
 
 }  // namespace
 
 bool OptsIn(std::string_view comment) {
   if (comment.size() > kMaxCommentBytes) return false;
-  std::vector<std::string_view> words = Words(comment);
+  std::vector<std::string> words = Words(comment);
   return !words.empty() && words[0] == "phasor";
 }
 
@@ -41,15 +41,15 @@ absl::StatusOr<JobSpec> ParseJobSpec(std::string_view comment) {
   }
   if (!OptsIn(comment)) return absl::FailedPreconditionError("comment: does not start with the word 'phasor'");
   JobSpec spec;
-  std::vector<std::string_view> words = Words(comment);
+  std::vector<std::string> words = Words(comment);
   for (size_t i = 1; i < words.size(); ++i) {
-    const std::string_view w = words[i];
+    const std::string& w = words[i];
     const size_t eq = w.find('=');
-    if (eq == std::string_view::npos) {
+    if (eq == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("comment: '", w, "': expected key=value"));
     }
-    const std::string_view key = w.substr(0, eq);
-    const std::string_view value = w.substr(eq + 1);
+    const std::string key = w.substr(0, eq);
+    const std::string value = w.substr(eq + 1);
     if (!SafeValue(value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("comment: '", w, "': the value must be 1..64 characters of [A-Za-z0-9._-]"));
@@ -61,7 +61,7 @@ absl::StatusOr<JobSpec> ParseJobSpec(std::string_view comment) {
       return absl::InvalidArgumentError(absl::StrCat("comment: '", w, "': unknown key (model, profile, token)"));
     }
     if (!slot->empty()) return absl::InvalidArgumentError(absl::StrCat("comment: '", key, "' given twice"));
-    *slot = std::string(value);
+    *slot = value;
   }
   if (!spec.model.empty() && !spec.profile_file.empty()) {
     return absl::InvalidArgumentError("comment: give model= or profile=, not both");

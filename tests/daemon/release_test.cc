@@ -87,10 +87,10 @@ TEST(ReleaseTest, BadReleasesAreRefusedNamingTheField) {
   auto c = Connect(h);
   absl::Status empty = c->Release({}).status();
   EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(empty.message(), "jobs: must not be empty");
+  EXPECT_EQ(empty.message(), "phasord: INVALID_ARGUMENT: jobs: must not be empty");
   absl::Status blank = c->Release({"a", ""}).status();
   EXPECT_EQ(blank.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(blank.message(), "jobs[1]: must not be empty");
+  EXPECT_EQ(blank.message(), "phasord: INVALID_ARGUMENT: jobs[1]: must not be empty");
 }
 
 TEST(ReleaseTest, StoreForgetsReleasedJobsAcrossReopening) {

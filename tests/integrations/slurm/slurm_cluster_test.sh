@@ -5,6 +5,7 @@
 # PYTHONPATH (the built Python package), PORT_BASE (ports PORT_BASE+10..18).
 # Every daemon it starts is stopped by pid on exit, pass or fail.
 set -u
+export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/cluster.sh"
 : "${PORT_BASE:=25000}"
@@ -136,7 +137,8 @@ check "B ran on the top candidate" "$top" "$(expand "$(job_field "$B" NodeList)"
 want=$("$PHASOR" offset --job "$B" --phasord "ipc://$T/requests" --offset-endpoint "ipc://$T/offsets" \
   --mode once --timeout-ms 1000 | sed 's/^export //' | sort)
 [ -n "$want" ] || fail "phasord has no offset for B while it runs"
-read -r origin period shift version < <(echo "$want" | sed -n 's/^PHASOR_\(ORIGIN_EPOCH_US\|PERIOD_US\|SHIFT_US\|OFFSET_VERSION\)=//p' | paste -sd' ')
+var() { echo "$want" | sed -n "s/^PHASOR_$1=//p"; }
+origin=$(var ORIGIN_EPOCH_US) period=$(var PERIOD_US) shift=$(var SHIFT_US) version=$(var OFFSET_VERSION)
 for t in 0 1; do
   check "task $t's PHASOR_ variables" "$want" "$(grep '^PHASOR_' "$T/out/task.$t")"
   check "task $t's agent offset" "$B $origin $period $shift $version" "$(sed -n 's/^agent=//p' "$T/out/task.$t")"
