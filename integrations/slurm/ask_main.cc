@@ -4,8 +4,8 @@
 // stdin, so no job field ever reaches a shell command line.
 //
 // Bounded: the whole run ends within TIMEOUT_MS (1..10000) whatever the
-// controller does: poll() deadlines on every step, and a SIGALRM backstop
-// that ends the process (the default action) at the same instant. On any
+// controller does: poll() deadlines on every step (at 90% of the bound), and
+// a SIGALRM backstop that ends the process (the default action) at the bound. On any
 // failure it prints "ok=0" and "reason=..." and exits 1.
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +52,9 @@ int main(int argc, char** argv) {
   char* end = nullptr;
   const long timeout_ms = std::strtol(argv[2], &end, 10);
   if (end == argv[2] || *end != '\0' || timeout_ms < 1 || timeout_ms > 10000) return Fail("TIMEOUT_MS: not 1..10000");
-  const long deadline = NowMs() + timeout_ms;
+  // The steps' deadline leaves a tenth of the bound (at least 1 ms) to print
+  // the failure before the backstop fires at the bound itself.
+  const long deadline = NowMs() + std::max(1L, timeout_ms - std::max(1L, timeout_ms / 10));
   itimerval alarm{};
   alarm.it_value.tv_sec = timeout_ms / 1000;
   alarm.it_value.tv_usec = (timeout_ms % 1000) * 1000;

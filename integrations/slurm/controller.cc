@@ -81,7 +81,9 @@ absl::Status SlurmController::Init() {
   absl::StatusOr<ProfileResolver> resolver = ProfileResolver::Create(options_.profiles);
   if (!resolver.ok()) return resolver.status();
   resolver_ = *std::move(resolver);
-  for (auto [client, timeout] : {std::pair{&fast_, options_.submit_timeout_ms}, {&slow_, options_.lifecycle_timeout_ms}}) {
+  for (auto [client, timeout] : {std::pair{&fast_, options_.submit_timeout_ms},
+                                 {&slow_, options_.lifecycle_timeout_ms},
+                                 {&poll_, options_.lifecycle_timeout_ms}}) {
     client::ClientOptions o;
     o.endpoint = options_.phasord_endpoint;
     o.timeout_ms = timeout;
@@ -313,29 +315,60 @@ absl::Status SlurmController::End(const std::string& job_id) {
 }
 
 absl::Status SlurmController::Refresh(const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs) {
-  std::lock_guard<std::mutex> lock(mu_);
-  nodes_ = nodes;
-  jobs_.clear();
-  for (const SlurmJob& j : jobs) jobs_[j.id] = j;
-  have_state_ = true;
-  std::set<std::string> failed;
-  for (const SlurmNode& n : nodes_) {
-    if (NodeHasFailed(n)) failed.insert(n.name);
+  std::vector<std::string> to_release;
+  absl::Status status = absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_ = nodes;
+    jobs_.clear();
+    for (const SlurmJob& j : jobs) jobs_[j.id] = j;
+    have_state_ = true;
+    std::set<std::string> failed;
+    for (const SlurmNode& n : nodes_) {
+      if (NodeHasFailed(n)) failed.insert(n.name);
+    }
+    std::vector<std::string> gone;
+    for (const auto& [job, p] : placed_) {
+      auto it = jobs_.find(job);
+      const bool lost_node =
+          std::any_of(p.nodes.begin(), p.nodes.end(), [&](const std::string& n) { return failed.contains(n); });
+      if (it == jobs_.end() || !JobIsRunning(it->second) || lost_node) {
+        spdlog::info("phasor slurm: job {} is {}: withdrawing its placement", job,
+                     lost_node ? "on a failed node" : it == jobs_.end() ? "gone" : it->second.state);
+        gone.push_back(job);
+      }
+    }
+    for (const std::string& j : gone) {
+      placed_.erase(j);
+      shifts_us_.erase(j);
+      observed_profiles_.erase(j);
+      unreleased_.insert(j);
+    }
+    if (!gone.empty()) status = Save();
+    to_release.assign(unreleased_.begin(), unreleased_.end());
   }
-  std::vector<std::string> gone;
-  for (const auto& [job, p] : placed_) {
-    auto it = jobs_.find(job);
-    const bool lost_node = std::any_of(p.nodes.begin(), p.nodes.end(), [&](const std::string& n) { return failed.contains(n); });
-    if (it == jobs_.end() || !JobIsRunning(it->second) || lost_node) {
-      spdlog::info("phasor slurm: job {} is {}: withdrawing its placement", job,
-                   lost_node ? "on a failed node" : it == jobs_.end() ? "gone" : it->second.state);
-      gone.push_back(job);
+  // phasord is asked without the lock held, so a slow phasord never delays
+  // a submission beyond its own deadline.
+  bool released = false;
+  if (!to_release.empty()) {
+    absl::StatusOr<v1::ReleaseReply> reply = poll_->Release(to_release);
+    if (reply.ok()) {
+      released = true;
+    } else {
+      spdlog::warn("phasor slurm: phasord did not take the release of {}: {} (retried)", absl::StrJoin(to_release, ","),
+                   std::string(reply.status().message()));
+      status = absl::Status(reply.status().code(), absl::StrCat("phasord: ", reply.status().message()));
     }
   }
-  absl::Status status = absl::OkStatus();
-  if (!gone.empty() || !unreleased_.empty()) status = ReleaseLocked(gone);
   // The running jobs' latest profiles (the probes' when phasord has them) and shifts.
-  absl::StatusOr<v1::Snapshot> snapshot = slow_->GetSnapshot();
+  absl::StatusOr<v1::Snapshot> snapshot = poll_->GetSnapshot();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (released) {
+    for (const std::string& j : to_release) unreleased_.erase(j);
+    counters_.releases += to_release.size();
+    spdlog::info("phasor slurm: released {}", absl::StrJoin(to_release, ","));
+    if (absl::Status s = Save(); !s.ok() && status.ok()) status = s;
+  }
   if (snapshot.ok()) {
     for (const v1::Job& j : snapshot->placement().jobs()) {
       if (placed_.contains(j.id()) && j.has_profile()) observed_profiles_[j.id()] = protocol::FromProto(j.profile());

@@ -13,8 +13,10 @@
 // node failed): phasord releases it. Tokens and placed jobs are kept in a
 // JSON state file, so a restarted controller still knows them.
 //
-// Thread safety: every public method may be called from any thread; calls
-// are serialized by one mutex (a submit waits for a Refresh in progress).
+// Thread safety: every public method may be called from any thread; state
+// is guarded by one mutex. Refresh talks to phasord without holding it (so a
+// slow phasord delays no submission) and must be called from one thread at a
+// time; Start and End hold it while they talk to phasord.
 #ifndef PHASOR_INTEGRATIONS_SLURM_CONTROLLER_H_
 #define PHASOR_INTEGRATIONS_SLURM_CONTROLLER_H_
 
@@ -52,9 +54,9 @@ struct SlurmControllerOptions {
   // How long a submit may wait for phasord's ranking (default 30 ms: the
   // hook's bound is 50 ms and the helper's start-up takes the rest).
   int submit_timeout_ms = 30;
-  // How long Start/End/Refresh wait for phasord (default 5 s; Prolog and
+  // How long Start/End/Refresh wait for phasord (default 1 s; Prolog and
   // Epilog are not on the submission path).
-  int lifecycle_timeout_ms = 5000;
+  int lifecycle_timeout_ms = 1000;
   // Candidates per submit (default 8).
   uint32_t max_candidates = 8;
   // The token/job state file, rewritten on every change. Required.
@@ -155,7 +157,8 @@ class SlurmController {
   std::unique_ptr<topology::Router> router_;
   std::optional<ProfileResolver> resolver_;
   std::unique_ptr<client::Client> fast_;  // submit_timeout_ms
-  std::unique_ptr<client::Client> slow_;  // lifecycle_timeout_ms
+  std::unique_ptr<client::Client> slow_;  // lifecycle_timeout_ms: Start, End
+  std::unique_ptr<client::Client> poll_;  // lifecycle_timeout_ms: Refresh (outside the lock)
 
   mutable std::mutex mu_;
   bool have_state_ = false;

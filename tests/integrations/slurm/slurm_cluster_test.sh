@@ -1,7 +1,7 @@
 #!/bin/bash
 # phasor as the placement plugin of a real Slurm cluster (munged, slurmctld,
 # 8 slurmd on this host; tor1 = n01-n04, tor2 = n05-n08 under a spine).
-# Env: PHASOR, PHASORD, PHASOR_SLURM_ASK (binaries), PHASOR_SOURCE_DIR,
+# Env: PHASOR, PHASORD, PHASOR_SLURM_ASK (binaries), PHASOR_SOURCE_DIR, PHASOR_PYTHON,
 # PYTHONPATH (the built Python package), PORT_BASE (ports PORT_BASE+10..18).
 # Every daemon it starts is stopped by pid on exit, pass or fail.
 set -u
@@ -9,8 +9,10 @@ export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/cluster.sh"
 : "${PORT_BASE:=25000}"
+: "${PHASOR_PYTHON:=/usr/bin/python3}"  # a python3 with Debian's python3-zmq and python3-protobuf
 T=$(mktemp -d /tmp/phasor-slurm-test-XXXXXX)
 chmod 755 "$T"
+cd "$T"  # batch jobs write their output here
 PIDS=()
 FAILED=0
 
@@ -39,6 +41,8 @@ job_field() {  # job_field ID FIELD  (from scontrol show job -o; not for fields 
   scontrol show job -o "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 job_comment() { squeue -h -j "$1" -o %k; }
+state_is() { [ "$(job_field "$1" JobState)" = "$2" ]; }  # re-evaluated on every try of wait_for
+no_offset() { ! "$PHASOR" offset --job "$1" --phasord "ipc://$T/requests" --timeout-ms 500 >/dev/null 2>&1; }
 expand() { scontrol show hostnames "$1" | paste -sd, -; }
 
 if [ "$(id -u)" != 0 ]; then fail "needs root (munged and slurmd)"; fi
@@ -65,9 +69,9 @@ start_phasord() {
 }
 
 # --- phasor's scripts, pointed at the temp dir
-mkdir -p "$T/profiles" "$T/dumps" "$T/out"
-echo '{"period_us": 100000, "square": {"up_us": 50000, "up_gbps": 300}}' >"$T/profiles/heavy.json"
-echo '{"period_us": 100000, "square": {"up_us": 40000, "up_gbps": 250}}' >"$T/profiles/b.json"
+mkdir -p "$T/profile-files" "$T/dumps" "$T/out"
+echo '{"period_us": 100000, "square": {"up_us": 50000, "up_gbps": 300}}' >"$T/profile-files/heavy.json"
+echo '{"period_us": 100000, "square": {"up_us": 40000, "up_gbps": 250}}' >"$T/profile-files/b.json"
 src=$PHASOR_SOURCE_DIR/integrations/slurm
 sed -e "s|^local PHASOR_ASK = .*|local PHASOR_ASK = \"$PHASOR_SLURM_ASK\"|" \
     -e "s|^local PHASOR_SOCKET = .*|local PHASOR_SOCKET = \"$T/slurm.sock\"|" "$src/job_submit.lua" >"$T/job_submit.lua"
@@ -86,7 +90,7 @@ start_phasord  # with the cluster's topology.conf as its topology file
 
 # --- the controller
 "$PHASOR" slurm serve --topology "$T/topology.conf" --phasord "ipc://$T/requests" --socket "$T/slurm.sock" \
-  --state "$T/slurm-state.json" --poll-ms 200 --profile-dir "$T/profiles" --dump-dir "$T/dumps" \
+  --state "$T/slurm-state.json" --poll-ms 200 --profile-dir "$T/profile-files" --dump-dir "$T/dumps" \
   >"$T/controller.log" 2>&1 &
 PIDS+=($!)
 wait_for 50 test -S "$T/slurm.sock" || fail "controller did not start"
@@ -94,12 +98,14 @@ sleep 0.3  # one poll
 
 # 1. A running job holds nodes with a known profile.
 A=$(sbatch --parsable -N3 --comment "phasor profile=heavy.json" --wrap "sleep 300") || fail "sbatch A"
-wait_for 100 test "$(job_field "$A" JobState)" = RUNNING || fail "job A never ran"
+wait_for 100 state_is "$A" RUNNING || fail "job A never ran"
 wait_for 50 "$PHASOR" offset --job "$A" --phasord "ipc://$T/requests" || fail "A's placement never reached phasord"
 echo "ok: job A ($(job_field "$A" NodeList)) is placed in phasord"
 sleep 0.5  # the controller's next poll sees A running (its shift is pinned)
 
-# 2. A second job opts in: its nodes are phasor's top-ranked candidate.
+# 2. A second job opts in: its nodes are phasor's top-ranked candidate. (Jobs
+# get only PATH and SLURM_CONF of this script's environment: its own PHASOR_*
+# variables must not leak into what the tasks see.)
 cat >"$T/task.py" <<'PY'
 import os, sys
 from phasor.agent import IterationGate
@@ -115,13 +121,13 @@ with open(os.path.join(sys.argv[1], "task.%s" % os.environ["SLURM_PROCID"]), "w"
     f.write("agent=%s %s %s %s %s\n" % (o.job, o.origin_epoch_us, o.period_us, o.shift_us, o.version) if o else "agent=none\n")
 gate.close()
 PY
-B=$(sbatch --parsable -N2 --comment "phasor profile=b.json" --export=ALL,PYTHONPATH="$PYTHONPATH" \
-  --wrap "srun -N2 --ntasks-per-node=1 python3 $T/task.py $T/out; sleep 1") || fail "sbatch B"
+B=$(sbatch --parsable -N2 --comment "phasor profile=b.json" --export=PATH,SLURM_CONF,PYTHONPATH="$PYTHONPATH" \
+  --wrap "srun -N2 --ntasks-per-node=1 $PHASOR_PYTHON $T/task.py $T/out; sleep 1") || fail "sbatch B"
 comment=$(job_comment "$B")
 token=${comment##*token=}
 [ -n "$token" ] && [ "$token" != "$comment" ] || fail "job B carries no token (comment '$comment'); slurmctld log: $(grep phasor "$T/log/slurmctld.log" | tail -3)"
 [ -f "$T/dumps/$token.json" ] || fail "no rank input dumped for B"
-top=$("$PHASOR" rank --topology "$T/topology.conf" "$T/dumps/$token.json" | python3 -c '
+top=$("$PHASOR" rank --topology "$T/topology.conf" "$T/dumps/$token.json" | "$PHASOR_PYTHON" -c '
 import json, sys
 ranking = json.load(sys.stdin)
 request = json.load(open(sys.argv[1]))
@@ -145,18 +151,18 @@ for t in 0 1; do
 done
 
 # 4. Placements reach phasord at start and leave at end.
-wait_for 150 test "$(job_field "$B" JobState)" = COMPLETED || fail "B did not complete"
-wait_for 50 bash -c "! '$PHASOR' offset --job '$B' --phasord 'ipc://$T/requests' >/dev/null 2>&1" || fail "B's placement stayed in phasord after it ended"
+wait_for 150 state_is "$B" COMPLETED || fail "B did not complete"
+wait_for 50 no_offset "$B" || fail "B's placement stayed in phasord after it ended"
 echo "ok: B's placement left phasord when it ended"
 scancel "$A"
-wait_for 50 bash -c "! '$PHASOR' offset --job '$A' --phasord 'ipc://$T/requests' >/dev/null 2>&1" || fail "A's placement stayed after scancel"
+wait_for 50 no_offset "$A" || fail "A's placement stayed after scancel"
 echo "ok: A's placement left phasord when it was cancelled"
 
 # 5. A job that does not opt in is never touched.
-C=$(sbatch --parsable -N1 --comment "plain job" --export=ALL --wrap 'env | grep ^PHASOR_ > '"$T/out/c.env"'; true') || fail "sbatch C"
+C=$(sbatch --parsable -N1 --comment "plain job" --export=PATH,SLURM_CONF --wrap 'env | grep ^PHASOR_ > '"$T/out/c.env"'; true') || fail "sbatch C"
 check "C's comment" "plain job" "$(job_comment "$C")"
 check "C's ReqNodeList" "(null)" "$(job_field "$C" ReqNodeList)"
-wait_for 100 test "$(job_field "$C" JobState)" = COMPLETED || fail "C did not complete"
+wait_for 100 state_is "$C" COMPLETED || fail "C did not complete"
 check "C's PHASOR_ variables" "" "$(cat "$T/out/c.env")"
 
 # 6. With phasord stopped, an opted-in submission goes on unmodified.
