@@ -85,6 +85,7 @@ cluster_wait() {
 
 cluster_start() {
   local dir=$1 base=$2 n
+  CLUSTER_DIR=$dir
   mkdir -p "$dir"/{munge,state,spool,log,run}
   chmod 755 "$dir/munge"
   chown munge:munge "$dir/munge" 2>/dev/null || true
@@ -112,12 +113,23 @@ cluster_all_idle() {
 }
 
 cluster_stop() {
-  local pid
+  local pid p
+  # Jobs first, so that no job step (slurmstepd outlives slurmd) is left behind.
+  if [ "${#CLUSTER_PIDS[@]}" -gt 0 ] && scancel --user=root >/dev/null 2>&1; then
+    cluster_wait 50 test -z "$(squeue -h 2>/dev/null)"
+  fi
   for pid in "${CLUSTER_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${CLUSTER_PIDS[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
   done
+  # Any job step of this cluster still running (its working or spool directory is in CLUSTER_DIR).
+  if [ -n "${CLUSTER_DIR:-}" ]; then
+    for p in /proc/[0-9]*; do
+      [ "$(cat "$p/comm" 2>/dev/null)" = slurmstepd ] || continue
+      case "$(readlink "$p/cwd" 2>/dev/null)" in "$CLUSTER_DIR"*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
+    done
+  fi
   CLUSTER_PIDS=()
 }
