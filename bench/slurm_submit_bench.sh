@@ -62,9 +62,18 @@ sed -e "s|^local PHASOR_ASK = .*|local PHASOR_ASK = \"$BUILD/integrations/slurm/
     "$SRC/integrations/slurm/job_submit.lua" >"$T/job_submit.lua"
 sleep 1.5  # slurmctld re-reads job_submit.lua when it changes
 run with "phasor"
+grep "phasor: job left unmodified" "$T/log/slurmctld.log" | sed 's/.*phasor: /  /' | sort | uniq -c | head -5
+# The hook's question alone (helper -> controller -> phasord), outside slurmctld.
+: >"$T/ask.ms"
+for i in $(seq "$N"); do
+  s=$(date +%s%N)
+  printf 'op=submit\nnodes=2\ncomment=phasor\n' | "$BUILD/integrations/slurm/phasor-slurm-ask" "$T/slurm.sock" 1000 >/dev/null
+  e=$(date +%s%N)
+  echo $(((e - s) / 1000)) >>"$T/ask.ms"
+done
 placed=$(grep -c "phasor: job '" "$T/log/slurmctld.log")
 declined=$(grep -c "phasor: job left unmodified" "$T/log/slurmctld.log")
-python3 - "$T/without.ms" "$T/with.ms" "$placed" "$declined" <<'PY'
+python3 - "$T/without.ms" "$T/with.ms" "$placed" "$declined" "$T/ask.ms" <<'PY'
 import sys
 def pct(v, p):
     v = sorted(v)
@@ -74,6 +83,8 @@ for name, path in (("without hook", sys.argv[1]), ("with hook", sys.argv[2])):
     v = [int(x) / 1000 for x in open(path)]
     r[name] = (pct(v, 50), pct(v, 99))
     print("%-13s n=%d  p50 %.1f ms  p99 %.1f ms" % (name, len(v), r[name][0], r[name][1]))
+v = [int(x) / 1000 for x in open(sys.argv[5])]
+print("helper -> controller -> phasord alone (incl. fork/exec): p50 %.1f ms  p99 %.1f ms" % (pct(v, 50), pct(v, 99)))
 print("added by the hook: p50 %.1f ms, p99 %.1f ms (placed %s, left unmodified %s)" % (
     r["with hook"][0] - r["without hook"][0], r["with hook"][1] - r["without hook"][1], sys.argv[3], sys.argv[4]))
 PY

@@ -57,7 +57,7 @@ local function ask(request)
 	end
 	f:write(request)
 	f:close()
-	local p = io.popen(PHASOR_ASK .. " " .. PHASOR_SOCKET .. " " .. PHASOR_TIMEOUT_MS .. " < " .. path .. " 2>/dev/null", "r")
+	local p = io.popen("exec " .. PHASOR_ASK .. " " .. PHASOR_SOCKET .. " " .. PHASOR_TIMEOUT_MS .. " < " .. path .. " 2>/dev/null", "r")
 	if p == nil then
 		os.remove(path)
 		return nil, "cannot run " .. PHASOR_ASK
