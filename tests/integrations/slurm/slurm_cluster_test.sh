@@ -88,6 +88,14 @@ cluster_start "$T" "$PORT_BASE" || fail "cluster did not start"
 echo "cluster start-up: $((($(date +%s%N) - t0) / 1000000)) ms"
 start_phasord  # with the cluster's topology.conf as its topology file
 
+# --- bad input is refused naming the flag (exit 2), before anything runs
+out=$("$PHASOR" offset --job 'x;rm' --phasord "ipc://$T/requests" 2>&1); rc=$?
+check "phasor offset with a shell character: status" 2 "$rc"
+check "phasor offset with a shell character: message" "phasor offset: --job: 'x;rm' is empty or has characters a shell would read" "$out"
+out=$("$PHASOR" slurm serve --topology "$T/none.conf" --phasord "ipc://$T/requests" --socket "$T/x.sock" --state "$T/x.json" 2>&1); rc=$?
+check "phasor slurm serve without its topology: status" 2 "$rc"
+check "phasor slurm serve without its topology: message" "phasor slurm serve: topology_path: $T/none.conf: cannot read the file" "$out"
+
 # --- the controller
 "$PHASOR" slurm serve --topology "$T/topology.conf" --phasord "ipc://$T/requests" --socket "$T/slurm.sock" \
   --state "$T/slurm-state.json" --poll-ms 200 --profile-dir "$T/profile-files" --dump-dir "$T/dumps" \
