@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "gmock/gmock.h"
+#include "nlohmann/json.hpp"
 #include "gtest/gtest.h"
 #include "integrations/slurm/controller.h"
 #include "integrations/slurm/hook_server.h"
@@ -226,6 +227,39 @@ TEST_F(ControllerTest, SubmitStartEndKeepPhasordInStep) {
   EXPECT_EQ(phasord->GetOffset("41").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(c->Placed().empty());
   EXPECT_EQ(c->counters().releases, 2u);
+}
+
+TEST_F(ControllerTest, RunningJobsTakeTheProbesProfileAndTheirShiftIsPinned) {
+  SlurmControllerOptions o = Options();
+  o.dump_dir = dir_;
+  auto c = *SlurmController::Create(o);
+  ASSERT_TRUE(c->Refresh(AllIdleBut({}), {}).ok());
+  absl::StatusOr<Proposal> a = c->Submit({2, "phasor profile=heavy.json"});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(c->Start(a->token, "41", {}).ok());
+  // A probe measures job 41 (keyed by its Slurm job id) with another period.
+  auto sender = *client::ProfileSender::Connect(phasord_.options().profile_endpoint, std::nullopt);
+  v1::ProfileUpdate update;
+  update.set_subject("41");
+  update.set_period_us(200000);
+  update.set_bin_us(100000);
+  update.add_gbps(90);
+  update.add_gbps(0);
+  update.set_confidence(1);
+  ASSERT_TRUE(sender->Send(update).ok());
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return phasord_.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 1; }));
+  ASSERT_TRUE(c->Refresh(AllIdleBut({"n01", "n02"}), {{"41", "RUNNING", {"n01", "n02"}, ""}}).ok());
+  absl::StatusOr<Proposal> b = c->Submit({2, "phasor"});
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  std::ifstream in(dir_ + "/" + b->token + ".json");
+  const nlohmann::json dumped = nlohmann::json::parse(in);
+  ASSERT_EQ(dumped["jobs"].size(), 2u);
+  EXPECT_EQ(dumped["jobs"][0]["id"], "41");
+  EXPECT_EQ(dumped["jobs"][0]["profile"]["period_us"], 200000);
+  EXPECT_EQ(dumped["jobs"][0]["pinned_shift_us"], 0);
+  EXPECT_EQ(dumped["jobs"][1]["id"], "submit-" + b->token);
+  EXPECT_EQ(dumped["candidates"][0]["servers"]["41"], nlohmann::json::parse(R"(["n01", "n02"])"));
 }
 
 TEST_F(ControllerTest, NodeFailureWithdrawsThePlacement) {
