@@ -38,6 +38,8 @@ class Realigner {
   // threshold and no re-send for this job within the interval (a true answer
   // starts a new interval).
   bool ShouldRealign(const std::string& job, int64_t error_us, int64_t now_us);
+  // Forgets a job that left the placement.
+  void Forget(const std::string& job) { last_us_.erase(job); }
 
  private:
   int64_t threshold_us_;

@@ -23,6 +23,8 @@ std::string Help(const std::string& name) {
       {"phasord_profiles_total", "ProfileUpdates accepted, by subject kind."},
       {"phasord_profiles_ignored_total", "ProfileUpdates ignored, by reason."},
       {"phasord_offsets_published_total", "OffsetUpdates published on the PUB socket."},
+      {"phasord_released_total", "Jobs whose placement a ReleasePlacement withdrew."},
+      {"phasord_quarantined_rows_total", "Stored rows set aside at start because they no longer validate, by table."},
       {"phasord_realignments_total", "Offsets re-sent because a job's observed phase drifted (closed loop)."},
       {"phasord_curve_refused_total", "CURVE handshakes refused (client key not in the allow-list)."},
       {"phasord_link_score", "Latest score per link (source: commit = predicted, probe = observed)."},

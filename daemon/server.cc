@@ -271,6 +271,10 @@ void Daemon::Impl::Dispatch(const std::vector<std::string>& routing, const proto
       return Serve<v1::GetSnapshot>(
           env, MessageType::kSnapshot, [&](const v1::GetSnapshot& r) { return service_->GetSnapshot(r); }, send,
           fail);
+    case MessageType::kReleasePlacement:
+      return Serve<v1::ReleasePlacement>(
+          env, MessageType::kReleaseReply, [&](const v1::ReleasePlacement& r) { return service_->Release(r); },
+          send, fail);
     default:
       return fail(protocol::WireStatus(v1::Error::UNKNOWN_TYPE,
                                        absl::StrCat("frame 1: '", std::string(protocol::MessageTypeName(env.type)),

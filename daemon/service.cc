@@ -12,7 +12,7 @@
 #include "protocol/framing.h"
 #include "protocol/status.h"
 #include "spdlog/spdlog.h"
-#include "topology/topology_yaml.h"
+#include "topology/topology_file.h"
 
 namespace phasor::daemon {
 
@@ -100,7 +100,7 @@ absl::Status Service::Restore() {
   }
 
   if (!options_.topology_path.empty()) {
-    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(options_.topology_path);
+    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyFile(options_.topology_path);
     if (!fabric.ok()) {
       return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
     }
@@ -403,6 +403,35 @@ absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
     ScoreLinkProfile(update.subject(), profile);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& req) {
+  if (req.jobs().empty()) return absl::InvalidArgumentError("jobs: must not be empty");
+  if (static_cast<uint32_t>(req.jobs_size()) > options_.max_jobs_per_request) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("jobs: ", req.jobs_size(), " entries exceed the limit of ", options_.max_jobs_per_request));
+  }
+  for (int i = 0; i < req.jobs_size(); ++i) {
+    if (req.jobs(i).empty()) return absl::InvalidArgumentError(absl::StrCat("jobs[", i, "]: must not be empty"));
+  }
+  absl::StatusOr<std::vector<std::string>> released =
+      store_->Release(std::vector<std::string>(req.jobs().begin(), req.jobs().end()));
+  if (!released.ok()) {
+    spdlog::error("phasord: release failed: {}", std::string(released.status().message()));
+    return absl::InternalError(released.status().message());
+  }
+  v1::ReleaseReply reply;
+  reply.set_request_id(req.request_id());
+  for (const std::string& job : *released) {
+    if (offsets_.erase(job) > 0 && placements_ > 0) --placements_;
+    request_profiles_.erase(job);
+    realign_.Forget(job);
+    reply.add_released(job);
+  }
+  metrics_->Increment("phasord_released_total", {}, static_cast<double>(released->size()));
+  metrics_->Set("phasord_jobs", {}, static_cast<double>(offsets_.size()));
+  spdlog::info("phasord: released {} of {} named jobs", released->size(), req.jobs_size());
+  return reply;
 }
 
 void Service::ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile) {

@@ -14,6 +14,7 @@
 //   - GetOffset, Health, GetSnapshot: read what is stored.
 //   - AcceptProfile: a probe's ProfileUpdate; a job's phase drives the closed
 //     loop (closed_loop.h), a link's profile its measured score.
+//   - Release: jobs that ended (or were requeued) leave the placement.
 // Codes: InvalidArgument for a bad field, NotFound for an unknown job,
 // ranking or candidate, ResourceExhausted for a limit, Internal when the
 // database fails. State is written before the call returns OK.
@@ -85,6 +86,10 @@ class Service {
   v1::HealthReply Health(const v1::Health& request) const;
   absl::StatusOr<v1::Snapshot> GetSnapshot(const v1::GetSnapshot& request) const;
   absl::Status AcceptProfile(const v1::ProfileUpdate& update);
+  // The jobs leave the committed placement: their rows go and their offsets
+  // are no longer published (agents keep the last one they got). Unknown
+  // jobs are skipped; the reply names the jobs released.
+  absl::StatusOr<v1::ReleaseReply> Release(const v1::ReleasePlacement& request);
 
   // Publishes every offset (at start, and every republish_interval_ms).
   void PublishAll();

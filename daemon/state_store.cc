@@ -280,6 +280,32 @@ absl::StatusOr<std::vector<StoredProfile>> StateStore::LoadProfiles() {
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<std::string>& jobs) {
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  std::vector<std::string> released;
+  for (const std::string& job : jobs) {
+    int removed = 0;
+    // A job was placed when it had a placement or an offset row; its
+    // committed profile goes with them but does not count.
+    const std::pair<const char*, bool> deletes[] = {{"DELETE FROM placements WHERE job = ?", true},
+                                                    {"DELETE FROM offsets WHERE job = ?", true},
+                                                    {"DELETE FROM committed_profiles WHERE job = ?", false}};
+    for (const auto& [sql, counts] : deletes) {
+      Statement del(db_, sql);
+      del.Bind(1, job);
+      if (del.Step() != SQLITE_DONE) {
+        absl::Status s = Error("release job");
+        (void)Exec("ROLLBACK");
+        return s;
+      }
+      if (counts) removed += sqlite3_changes(db_);
+    }
+    if (removed > 0) released.push_back(job);
+  }
+  if (absl::Status s = Exec("COMMIT"); !s.ok()) return s;
+  return released;
+}
+
 absl::Status StateStore::AddLinkScore(const LinkScoreSample& s) { return Commit({}, {}, {s}); }
 
 absl::StatusOr<std::vector<LinkScoreSample>> StateStore::LinkScoreHistory(const std::string& link, int limit) {

@@ -102,6 +102,11 @@ class StateStore {
                       const std::vector<LinkScoreSample>& samples,
                       const CommittedInputs& inputs = {});
 
+  // One transaction: removes the jobs' placements, offsets and committed
+  // profiles. Returns the jobs that held a placement or an offset (in the
+  // order given); an unknown job is skipped, not an error.
+  absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs);
+
   // The profiles and capacities of every commit so far, the latest per job
   // and link.
   absl::StatusOr<CommittedInputs> LoadCommittedInputs();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "topology/topology_file.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
 
@@ -50,7 +51,7 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
 
 absl::Status RouteCandidatesFromFile(const std::string& topology_path, RankRequest& request,
                                      std::vector<RejectedCandidate>& unrouted) {
-  absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(topology_path);
+  absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyFile(topology_path);
   if (!fabric.ok()) return fabric.status();
   const topology::Router router(*fabric);
   RouteCandidates(*fabric, router, request, unrouted);

@@ -10,7 +10,7 @@
 namespace phasor::protocol {
 namespace {
 
-constexpr std::array<std::pair<MessageType, std::string_view>, 12> kTypeNames = {{
+constexpr std::array<std::pair<MessageType, std::string_view>, 14> kTypeNames = {{
     {MessageType::kRankRequest, "RankRequest"},
     {MessageType::kRankReply, "RankReply"},
     {MessageType::kCommitPlacement, "CommitPlacement"},
@@ -22,6 +22,8 @@ constexpr std::array<std::pair<MessageType, std::string_view>, 12> kTypeNames = 
     {MessageType::kHealthReply, "HealthReply"},
     {MessageType::kGetSnapshot, "GetSnapshot"},
     {MessageType::kSnapshot, "Snapshot"},
+    {MessageType::kReleasePlacement, "ReleasePlacement"},
+    {MessageType::kReleaseReply, "ReleaseReply"},
     {MessageType::kError, "Error"},
 }};
 

@@ -38,6 +38,8 @@ enum class MessageType {
   kHealthReply,
   kGetSnapshot,
   kSnapshot,
+  kReleasePlacement,
+  kReleaseReply,
   kError,
 };
 

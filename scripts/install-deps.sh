@@ -21,18 +21,20 @@ packages=(
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
   prometheus-cpp-dev libcpp-httplib-dev
   python3 python3-zmq python3-protobuf
-  # the Python package (pip install ./integrations/python, make python-wheel) and its PyTorch helper's test
-  python3-setuptools python3-wheel python3-venv python3-pip python3-torch
   # probes
   dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev
   # the test and benchmark libraries (configuring needs them)
   googletest libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_packages=(
+  # the Python package (pip install ./integrations/python, make python-wheel) and its PyTorch helper's test
+  python3-setuptools python3-wheel python3-venv python3-pip python3-torch
   clang clang-format libclang-rt-14-dev  # libFuzzer runtime (only a Recommends of clang)
   iproute2  # network namespaces of the live-capture tests
   chromium  # headless: the `phasor diagnose` HTML report's browser check
   prometheus  # a real Prometheus scrapes phasord in prometheus_scrape_test
+  # Slurm integration test: a real slurmctld + 8 slurmd (job_submit_lua.so is linked against Lua 5.1)
+  munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins lua5.1
 )
 if [ "$group" = all ]; then
   packages+=("${test_packages[@]}")

@@ -1,6 +1,7 @@
 #include "sim/topology_scenario.h"
 
 #include "absl/strings/str_cat.h"
+#include "topology/topology_file.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
 
@@ -38,7 +39,7 @@ absl::Status ResolveServers(const topology::Router& router, Scenario& scenario) 
 }
 
 absl::Status ResolveServersFromFile(const std::string& path, Scenario& scenario) {
-  absl::StatusOr<topology::Topology> topo = topology::LoadTopologyYaml(path);
+  absl::StatusOr<topology::Topology> topo = topology::LoadTopologyFile(path);
   if (!topo.ok()) return topo.status();
   topology::Router router(*topo);
   return ResolveServers(router, scenario);

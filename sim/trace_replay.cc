@@ -18,6 +18,7 @@
 #include "sim/model_catalog.h"
 #include "topology/generators.h"
 #include "topology/router.h"
+#include "topology/topology_file.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
 
@@ -144,7 +145,7 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
 namespace {
 
 absl::StatusOr<topology::Topology> MakeFabric(const TraceReplayOptions& options) {
-  if (!options.topology_path.empty()) return topology::LoadTopologyYaml(options.topology_path);
+  if (!options.topology_path.empty()) return topology::LoadTopologyFile(options.topology_path);
   std::vector<std::string> parts = absl::StrSplit(options.fabric, ':');
   topology::LeafSpineOptions ls;
   uint32_t servers = 0, per_leaf = 8;

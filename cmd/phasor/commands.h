@@ -31,6 +31,8 @@ void AddTopologyCommand(CLI::App& app);
 void AddSimulateCommand(CLI::App& app);
 void AddProfileCommand(CLI::App& app);
 void AddDiagnoseCommand(CLI::App& app);
+// `phasor slurm ...` and `phasor offset`.
+void AddSlurmCommand(CLI::App& app);
 
 }  // namespace phasor::cmd
 

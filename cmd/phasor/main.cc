@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   phasor::cmd::AddSimulateCommand(app);
   phasor::cmd::AddProfileCommand(app);
   phasor::cmd::AddDiagnoseCommand(app);
+  phasor::cmd::AddSlurmCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

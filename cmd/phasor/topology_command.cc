@@ -21,6 +21,7 @@
 #include "topology/router.h"
 #include "topology/slurm_import.h"
 #include "topology/topology.h"
+#include "topology/topology_file.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
 
@@ -60,7 +61,7 @@ topo::Topology LoadOrFail(const SourceFlags& f) {
   }
   absl::StatusOr<topo::Topology> t = f.file.empty()
                                          ? topo::LoadSlurmTopology(f.slurm, f.slurm_options)
-                                         : topo::LoadTopologyYaml(f.file);
+                                         : topo::LoadTopologyFile(f.file, f.slurm_options);
   if (!t.ok()) Fail(kExitBadInput, t.status().message());
   return *std::move(t);
 }

@@ -167,6 +167,16 @@ absl::StatusOr<v1::Snapshot> Client::GetSnapshot() {
   return reply;
 }
 
+absl::StatusOr<v1::ReleaseReply> Client::Release(const std::vector<std::string>& jobs) {
+  v1::ReleasePlacement request;
+  for (const std::string& job : jobs) request.add_jobs(job);
+  v1::ReleaseReply reply;
+  if (absl::Status s = Call(MessageType::kReleasePlacement, request, MessageType::kReleaseReply, reply); !s.ok()) {
+    return s;
+  }
+  return reply;
+}
+
 namespace {
 
 // The job's OffsetUpdate in frames [version, type, payload], or nullopt for

@@ -76,6 +76,9 @@ class Client {
   absl::StatusOr<phasor::v1::HealthReply> Health();
   // What phasord knows of the committed placement (`phasor diagnose --phasord`).
   absl::StatusOr<phasor::v1::Snapshot> GetSnapshot();
+  // Withdraws the jobs' placements (ended, requeued, lost a node): phasord
+  // stops publishing their offsets. The reply lists the jobs that held one.
+  absl::StatusOr<phasor::v1::ReleaseReply> Release(const std::vector<std::string>& jobs);
 
   // Sends raw frames (after the empty delimiter) and returns the reply's
   // frames; for tests and tools that speak the wire directly.

@@ -89,7 +89,8 @@ TEST(FramingTest, EveryTypeNameRoundTrips) {
   for (MessageType t : {MessageType::kRankRequest, MessageType::kRankReply, MessageType::kCommitPlacement,
                         MessageType::kCommitReply, MessageType::kGetOffset, MessageType::kOffsetUpdate,
                         MessageType::kProfileUpdate, MessageType::kHealth, MessageType::kHealthReply,
-                        MessageType::kGetSnapshot, MessageType::kSnapshot, MessageType::kError}) {
+                        MessageType::kGetSnapshot, MessageType::kSnapshot, MessageType::kReleasePlacement,
+                        MessageType::kReleaseReply, MessageType::kError}) {
     EXPECT_EQ(MessageTypeFromName(MessageTypeName(t)), t) << MessageTypeName(t);
   }
   EXPECT_EQ(MessageTypeFromName("rankrequest"), std::nullopt);
