@@ -23,6 +23,9 @@ absl::StatusOr<std::unique_ptr<ExtenderHttpServer>> ExtenderHttpServer::Start(Ex
   const int threads = options.threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   server.set_payload_max_length(options.max_body_bytes);
+  // Replies go out in one piece without waiting for a delayed ACK (Nagle);
+  // kube-scheduler's Go client sets TCP_NODELAY on its side too.
+  server.set_tcp_nodelay(true);
   ExtenderHttpServer* raw = self.get();
 
   // Runs one verb: parse, decide, answer; a parse error is a 400.
