@@ -194,6 +194,9 @@ ExtenderOptions Options(const DaemonHarness& phasord) {
   o.phasord_endpoint = phasord.options().request_endpoint;
   o.topology_path = Fabric();
   o.rank.circle.quantum_us = 1000;
+  // Generous: these tests check decisions, not the fail-open bound (a loaded
+  // machine must not turn them into neutral answers).
+  o.phasord_timeout_ms = 2000;
   return o;
 }
 
