@@ -19,7 +19,9 @@ packages=(
   libboost-graph-dev libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
   # protocol and daemon
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
-  prometheus-cpp-dev libcpp-httplib-dev
+  prometheus-cpp-dev
+  # Kubernetes extender (HTTP server and API-server client; its pkg-config needs the rest)
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   python3 python3-zmq python3-protobuf
   # probes
   dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev

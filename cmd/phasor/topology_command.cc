@@ -15,7 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "cmd/phasor/commands.h"
+#include "integrations/kubernetes/topology_export.h"
 #include "nlohmann/json.hpp"
 #include "topology/generators.h"
 #include "topology/router.h"
@@ -364,6 +366,34 @@ void AddGenerate(CLI::App* topology) {
 
 }  // namespace
 
+// `phasor topology export`: the fabric for Volcano and Kueue (docs/kubernetes.md).
+struct ExportFlags {
+  SourceFlags source;
+  std::string format = "volcano";
+  std::string output;
+  phasor::kubernetes::ExportOptions options;
+};
+
+void RunExport(const ExportFlags& flags) {
+  namespace k8s = phasor::kubernetes;
+  if (flags.format != "volcano" && flags.format != "kueue" && flags.format != "labels" && flags.format != "all") {
+    Fail(kExitBadInput, "--format: must be volcano, kueue, labels or all, got '" + flags.format + "'");
+  }
+  absl::StatusOr<k8s::FabricExport> e = k8s::ExportFabric(LoadOrFail(flags.source), flags.options);
+  if (!e.ok()) Fail(kExitBadInput, e.status().message());
+  std::string text;
+  if (flags.format == "volcano" || flags.format == "all") text += k8s::HyperNodesYaml(*e);
+  if (flags.format == "kueue" || flags.format == "all") text += k8s::KueueTopologyYaml(*e, flags.options);
+  if (flags.format == "labels") text += k8s::NodeLabelCommands(*e);
+  if (flags.format == "all") {
+    text += "# node labels for the Kueue levels (kubectl):\n";
+    for (absl::string_view line : absl::StrSplit(k8s::NodeLabelCommands(*e), '\n', absl::SkipEmpty())) {
+      absl::StrAppend(&text, "# ", line, "\n");
+    }
+  }
+  WriteOutput(flags.output, text);
+}
+
 void AddTopologyCommand(CLI::App& app) {
   CLI::App* topology = app.add_subcommand(
       "topology",
@@ -403,6 +433,24 @@ void AddTopologyCommand(CLI::App& app) {
   cmd->add_option("--ecmp", load->ecmp, "even or hash")->capture_default_str();
   cmd->add_option("--seed", load->seed, "flow hash seed")->capture_default_str();
   cmd->callback([load] { RunLoad(*load); });
+
+  auto exp = std::make_shared<ExportFlags>();
+  cmd = topology->add_subcommand(
+      "export",
+      "The fabric for Kubernetes: Volcano HyperNodes (leaf and spine tiers), Kueue's Topology, node labels.");
+  AddSourceOptions(cmd, exp->source);
+  cmd->add_option("--format", exp->format,
+                  "volcano (HyperNode YAML), kueue (Topology YAML), labels (kubectl label lines) or all")
+      ->capture_default_str();
+  cmd->add_option("--label-prefix", exp->options.label_prefix, "node labels are <prefix>tier-<t>")
+      ->capture_default_str();
+  cmd->add_option("--kueue-name", exp->options.kueue_topology_name, "name of Kueue's Topology object")
+      ->capture_default_str();
+  cmd->add_option("--kueue-api-version", exp->options.kueue_api_version,
+                  "apiVersion of Kueue's Topology (kueue.x-k8s.io/v1alpha1 before Kueue v0.14)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", exp->output, "write here instead of stdout");
+  cmd->callback([exp] { RunExport(*exp); });
 
   AddGenerate(topology);
 }

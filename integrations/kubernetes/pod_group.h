@@ -1,0 +1,49 @@
+// Which training job a pod belongs to, and how many pods the job has.
+//
+// A pod is part of a job when it carries the coscheduling label
+// `scheduling.x-k8s.io/pod-group: <PodGroup>` (scheduler-plugins) or Volcano's
+// annotation `scheduling.k8s.io/group-name: <PodGroup>`. kube-scheduler sends
+// the extender the pod alone, never the PodGroup object, so the job's size
+// comes from a pod annotation: `phasor.io/job-size` or, when that is absent,
+// an annotation carrying the PodGroup's minMember
+// (`scheduling.x-k8s.io/min-member` by default; put it in the job's pod
+// template). Pure functions, thread-safe.
+#ifndef PHASOR_INTEGRATIONS_KUBERNETES_POD_GROUP_H_
+#define PHASOR_INTEGRATIONS_KUBERNETES_POD_GROUP_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "integrations/kubernetes/extender_types.h"
+
+namespace phasor::kubernetes {
+
+struct PodGroupOptions {
+  // The coscheduling label naming the pod's PodGroup.
+  std::string group_label = "scheduling.x-k8s.io/pod-group";
+  // Volcano's annotation naming the pod's PodGroup.
+  std::string group_annotation = "scheduling.k8s.io/group-name";
+  // The job's number of pods (one pod per node), read first ...
+  std::string size_annotation = "phasor.io/job-size";
+  // ... then this one (the PodGroup's minMember, copied onto the pods).
+  std::string min_member_annotation = "scheduling.x-k8s.io/min-member";
+  // Jobs larger than this are refused (InvalidArgument).
+  uint32_t max_job_pods = 4096;
+};
+
+struct PodJob {
+  std::string key;    // "<namespace>/<group>": the job's id towards phasord
+  std::string group;  // the PodGroup's name
+  uint32_t pods = 0;  // >= 1
+};
+
+// nullopt for a pod outside any group. InvalidArgument naming the annotation
+// when the pod names a group but no size, or a size that is not a whole
+// number in 1..max_job_pods.
+absl::StatusOr<std::optional<PodJob>> JobOfPod(const Pod& pod, const PodGroupOptions& options);
+
+}  // namespace phasor::kubernetes
+
+#endif  // PHASOR_INTEGRATIONS_KUBERNETES_POD_GROUP_H_
