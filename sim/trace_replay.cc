@@ -191,11 +191,16 @@ class Replayer {
 
   absl::StatusOr<TraceReport> Run(std::vector<TraceJob> jobs) {
     const auto wall_start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> adapter =
-        MakeReferenceScheduler(options_.scheduler, &models_);
-    if (!adapter.ok()) return adapter.status();
-    scheduler_ = std::move(*adapter);
-    report_.scheduler = options_.scheduler;
+    if (options_.host != nullptr) {
+      scheduler_ = options_.host;
+    } else {
+      absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> adapter =
+          MakeReferenceScheduler(options_.scheduler, &models_);
+      if (!adapter.ok()) return adapter.status();
+      owned_scheduler_ = std::move(*adapter);
+      scheduler_ = owned_scheduler_.get();
+    }
+    report_.scheduler = std::string(scheduler_->name());
     report_.plugin = options_.plugin;
     report_.pace = options_.pace;
 
@@ -534,7 +539,8 @@ class Replayer {
   const ModelCatalog& models_;
   const topology::Topology& topo_;
   topology::Router router_;
-  std::unique_ptr<HostSchedulerAdapter> scheduler_;
+  std::unique_ptr<HostSchedulerAdapter> owned_scheduler_;
+  HostSchedulerAdapter* scheduler_ = nullptr;
   std::unique_ptr<FluidNetwork> net_;
   std::vector<ServerView> servers_;
   std::map<std::string, TraceJob> trace_;

@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "integrations/host_scheduler/host_scheduler.h"
 #include "placer/ranker.h"
 #include "sim/fluid_network.h"
 #include "sim/scenario.h"
@@ -64,12 +65,16 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
 // The ranking step of a replay round (plugin on): given the round's
 // RankRequest (link form, running jobs pinned), the placer's Ranking. An error
 // stops the replay with that error.
-using RankFunction = std::function<absl::StatusOr<placer::Ranking>(const placer::RankRequest& request)>;
+using RankFunction = host_scheduler::RankFunction;
 
 struct TraceReplayOptions {
   std::string trace_path;
   std::string models_dir = "data/models";
   std::string scheduler = "themis";      // themis | pollux | consolidate
+  // The host scheduler to drive instead of the reference policy `scheduler`
+  // names (not owned; must outlive the replay; default null: the reference
+  // policy). The report's scheduler is then its name().
+  host_scheduler::HostSchedulerAdapter* host = nullptr;
   bool plugin = true;                    // phasor ranks the top-K and sets shifts
   // Generated fabric when topology_path is empty: "leaf-spine:N[:OVERSUB[:PER_LEAF]]"
   // = N servers of 4 GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf,

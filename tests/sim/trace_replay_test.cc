@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -180,6 +181,60 @@ TEST(TraceReplayTest, PluginRemovesCollisionsOnASharedUplink) {
   EXPECT_EQ(json["plugin"], "on");
   EXPECT_EQ(json["jobs_completed"], 2);
   EXPECT_TRUE(json["jct_s"].contains("p99"));
+}
+
+// Any host scheduler behind the seam drives a replay: this one places every
+// job on the first server with enough free GPUs and counts its rounds.
+class FirstFitHost final : public host_scheduler::HostSchedulerAdapter {
+ public:
+  std::string_view name() const override { return "first-fit"; }
+  absl::StatusOr<std::vector<host_scheduler::CandidateAllocation>> Propose(
+      const host_scheduler::SchedulingRound& round, uint32_t k) override {
+    ++calls;
+    last_k = k;
+    host_scheduler::CandidateAllocation c;
+    c.id = "first-fit";
+    std::map<std::string, uint32_t> free;
+    for (const host_scheduler::ServerView& s : round.servers) free[s.id] = s.free_gpus;
+    for (const host_scheduler::PendingJob& job : round.pending) {
+      for (const host_scheduler::ServerView& s : round.servers) {
+        if (free[s.id] >= job.gpus) {
+          free[s.id] -= job.gpus;
+          c.servers[job.id] = std::vector<std::string>(job.gpus, s.id);
+          break;
+        }
+      }
+    }
+    if (c.servers.empty()) return std::vector<host_scheduler::CandidateAllocation>{};
+    return std::vector<host_scheduler::CandidateAllocation>{c};
+  }
+  int calls = 0;
+  uint32_t last_k = 0;
+};
+
+TEST(TraceReplayTest, TakesAnyHostSchedulerBehindTheSeam) {
+  const std::string trace = WriteTemp("seam.csv",
+                                      "name,time,application,num_replicas,batch_size\n"
+                                      "a,0,bert,4,32\nb,10,bert,4,32\nc,10,bert,2,32\n");
+  FirstFitHost host;
+  TraceReplayOptions options;
+  options.trace_path = trace;
+  options.models_dir = "data/models";
+  options.host = &host;
+  options.scheduler = "not-used";  // the injected host replaces the reference policy
+  options.fabric = "leaf-spine:2:2:2";
+  options.workload_median_duration_s = 60;
+  options.top_k = 3;
+  absl::StatusOr<TraceReport> report = ReplayTrace(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->scheduler, "first-fit");
+  ASSERT_EQ(report->jobs.size(), 3u);
+  EXPECT_EQ(report->jobs[0].placement, "4");  // a on s1
+  EXPECT_EQ(report->jobs[1].placement, "4");  // b on s2
+  EXPECT_FALSE(report->jobs[2].networked);    // c waits for a server with 2 free
+  EXPECT_EQ(report->ranked_rounds, 0u);       // one-server jobs load no link
+  EXPECT_EQ(host.last_k, 3u);
+  EXPECT_GE(host.calls, 3);
 }
 
 TEST(TraceReplayTest, RejectsBadOptions) {
