@@ -407,6 +407,12 @@ class Replayer {
           ranking = placer::Rank(request);
         }
         ++report_.ranked_rounds;
+        const placer::PolicyDecision decision =
+            placer::ApplyRankingPolicy(request, options_.ranking_policy, ranking);
+        if (decision.reason == "overtaken" ||
+            (decision.reason == "off" && decision.chosen != decision.host_first)) {
+          ++report_.overtaken_rounds;
+        }
         if (!ranking.ranked.empty()) {
           const placer::RankedCandidate& best = ranking.ranked.front();
           uint64_t best_index = 0;
@@ -433,7 +439,15 @@ class Replayer {
         const double period = plan.running.profile.period_us;
         const double n = std::ceil((now - shift->second) / period);
         plan.sim.start_us = std::max(now, shift->second + n * period);
-        if (options_.pace) plan.sim.pace_period_us = period;
+        if (options_.pace) {
+          plan.sim.pace_period_us = period;
+          plan.sim.pace_reslot = options_.pace_reslot;
+        } else if (options_.realign) {
+          plan.sim.realign_period_us = period;
+          plan.sim.realign_anchor_us = plan.sim.start_us;
+          plan.sim.realign_threshold_us = options_.realign_threshold_us;
+          plan.sim.realign_min_interval_us = options_.realign_min_interval_s * 1e6;
+        }
       }
       plan.running.stats_index = net_->job_stats().size();
       absl::Status added = net_->AddJob(plan.sim);
@@ -495,6 +509,8 @@ class Replayer {
     result.start_us = stats.start_us;
     result.finish_us = stats.finish_us;
     result.isolated_iteration_us = r.isolated_iteration_us;
+    report_.reslots += stats.reslots;
+    report_.realignments += stats.realignments;
     if (r.networked) {
       result.iteration_us = Summarize(stats.iteration_us);
       result.slowdown = result.iteration_us.mean / r.isolated_iteration_us;
@@ -554,6 +570,12 @@ class Replayer {
 
 absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
   if (options.top_k == 0) return absl::InvalidArgumentError("--top-k: must be >= 1");
+  if (absl::Status policy = placer::ValidateRankingPolicyOptions(options.ranking_policy); !policy.ok()) {
+    return policy;
+  }
+  if (!(options.realign_threshold_us >= 0) || !(options.realign_min_interval_s >= 0)) {
+    return absl::InvalidArgumentError("realign_threshold_us, realign_min_interval_s: must be >= 0");
+  }
   if (options.quantum_us == 0) return absl::InvalidArgumentError("quantum_us: must be >= 1");
   absl::StatusOr<ModelCatalog> models = ModelCatalog::Load(options.models_dir);
   if (!models.ok()) return models.status();
@@ -600,6 +622,9 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["makespan_s"] = r.makespan_s;
   out["rounds"] = r.rounds;
   out["ranked_rounds"] = r.ranked_rounds;
+  out["overtaken_rounds"] = r.overtaken_rounds;
+  out["reslots"] = r.reslots;
+  out["realignments"] = r.realignments;
   out["events"] = r.events;
   out["wall_s"] = r.wall_s;
   out["jobs"] = nlohmann::ordered_json::array();

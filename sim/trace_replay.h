@@ -35,6 +35,7 @@
 #include "nlohmann/json.hpp"
 #include "integrations/host_scheduler/host_scheduler.h"
 #include "placer/ranker.h"
+#include "placer/ranking_policy.h"
 #include "sim/fluid_network.h"
 #include "sim/scenario.h"
 
@@ -87,6 +88,19 @@ struct TraceReplayOptions {
   uint32_t top_k = 4;                    // candidates per round
   uint64_t seed = 1;
   bool pace = false;                     // SPEC 7 mode `pace` instead of `once`
+  // How the host's order and the predicted gain combine (placer/ranking_policy.h;
+  // default: the host's first choice stands unless another candidate beats it
+  // by 0.05 with a trusted prediction). min_gain < 0: Rank()'s order alone.
+  placer::RankingPolicyOptions ranking_policy;
+  // Pace mode: an iteration that overruns its slot re-anchors the job's slot
+  // grid instead of waiting for the next slot (SimJob::pace_reslot; default true).
+  bool pace_reslot = true;
+  // Once mode: the closed loop of phasord (SimJob::realign_*): each new job's
+  // intended phase is its slot; drift beyond realign_threshold_us is
+  // corrected at most once per realign_min_interval_s (default on).
+  bool realign = true;
+  double realign_threshold_us = 2000;
+  double realign_min_interval_s = 1;
   uint32_t quantum_us = 1000;
   // Load series of every loaded link over [record_at_s, record_at_s +
   // record_window_s) of simulated time (for the demo's plots); < 0: at the
@@ -125,6 +139,9 @@ struct TraceReport {
   double excess_bytes = 0;
   double makespan_s = 0;
   uint64_t rounds = 0, ranked_rounds = 0, events = 0;
+  uint64_t overtaken_rounds = 0;  // ranked rounds where another candidate overtook the host's first
+  uint64_t reslots = 0;           // pace: slot grids re-anchored after an overrun
+  uint64_t realignments = 0;      // once: iterations held back to the intended phase
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and
   // (up to 20000) sampled iteration slowdowns.
