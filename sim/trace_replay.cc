@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
@@ -202,6 +203,7 @@ class Replayer {
     }
     report_.scheduler = std::string(scheduler_->name());
     report_.plugin = options_.plugin;
+    report_.random_start = !options_.plugin && options_.random_start;
     report_.pace = options_.pace;
 
     std::vector<SimLink> links;
@@ -434,6 +436,10 @@ class Replayer {
     for (auto& [id, plan] : plans[chosen]) {
       const double now = net_->now_us();
       plan.sim.start_us = now;
+      if (!options_.plugin && options_.random_start && plan.running.networked) {
+        const uint64_t h = SplitMix(options_.seed ^ std::hash<std::string>{}(id));
+        plan.sim.start_us = now + Unit(h) * plan.running.profile.period_us;
+      }
       auto shift = shifts.find(id);
       if (shift != shifts.end() && plan.running.networked) {
         const double period = plan.running.profile.period_us;
@@ -610,7 +616,7 @@ nlohmann::ordered_json SummaryJson(const IterationSummary& s) {
 nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   nlohmann::ordered_json out;
   out["scheduler"] = r.scheduler;
-  out["plugin"] = r.plugin ? "on" : "off";
+  out["plugin"] = r.plugin ? "on" : (r.random_start ? "random" : "off");
   out["mode"] = r.pace ? "pace" : "once";
   out["cluster"] = {{"servers", r.servers}, {"gpus", r.gpus}, {"links", r.links}};
   out["jobs_completed"] = r.jobs.size();

@@ -77,6 +77,11 @@ struct TraceReplayOptions {
   // policy). The report's scheduler is then its name().
   host_scheduler::HostSchedulerAdapter* host = nullptr;
   bool plugin = true;                    // phasor ranks the top-K and sets shifts
+  // Plugin off only: each multi-server job starts after a seeded random delay
+  // in [0, its period) (the "null plugin": the same kind of start delay as
+  // phasor's slots, without ranking). The control that measures how much a
+  // start delay alone perturbs a non-preemptive schedule (the noise bound).
+  bool random_start = false;
   // Generated fabric when topology_path is empty: "leaf-spine:N[:OVERSUB[:PER_LEAF]]"
   // = N servers of 4 GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf,
   // 2 spines, uplinks oversubscribed OVERSUB:1 (default 2).
@@ -129,6 +134,7 @@ struct TraceJobResult {
 struct TraceReport {
   std::string scheduler;
   bool plugin = false;
+  bool random_start = false;  // the noise control (TraceReplayOptions::random_start)
   bool pace = false;
   size_t servers = 0, gpus = 0, links = 0;
   std::vector<TraceJobResult> jobs;  // completed jobs, in trace order

@@ -77,10 +77,11 @@ void RunTrace(const SimulateFlags& flags) {
   options.trace_path = flags.trace;
   options.models_dir = flags.models;
   options.scheduler = flags.scheduler;
-  if (flags.plugin != "on" && flags.plugin != "off") {
-    Fail(kExitBadInput, "--plugin: must be on or off");
+  if (flags.plugin != "on" && flags.plugin != "off" && flags.plugin != "random") {
+    Fail(kExitBadInput, "--plugin: must be on, off or random");
   }
   options.plugin = flags.plugin == "on";
+  options.random_start = flags.plugin == "random";
   options.fabric = flags.fabric;
   options.topology_path = flags.topology;
   options.hours = flags.hours;
@@ -128,7 +129,8 @@ void AddSimulateCommand(CLI::App& app) {
                   "Replay a job trace (Philly CSV or a Pollux workload CSV)");
   cmd->add_option("--scheduler", flags->scheduler, "themis, pollux or consolidate")
       ->capture_default_str();
-  cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts")
+  cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts; random: off, each multi-server job starts "
+                  "after a random delay under its period (the noise control)")
       ->capture_default_str();
   cmd->add_option("--fabric", flags->fabric,
                   "Generated fabric when no --topology: leaf-spine:N[:oversub] (4 GPUs, 50G NICs)")

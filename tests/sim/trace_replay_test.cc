@@ -177,6 +177,20 @@ TEST(TraceReplayTest, PluginRemovesCollisionsOnASharedUplink) {
   EXPECT_NEAR(on->iteration_slowdown.p99, 1.0, 0.01);
   EXPECT_LT(on->excess_bytes, off->excess_bytes / 10);
   EXPECT_EQ(on->ranked_rounds, 1u);
+  // The noise control: plugin off, each networked job starts after a seeded
+  // random delay under its period (the same seed gives the same delays).
+  options.plugin = false;
+  options.random_start = true;
+  absl::StatusOr<TraceReport> control = ReplayTrace(options);
+  ASSERT_TRUE(control.ok()) << control.status();
+  ASSERT_EQ(control->jobs.size(), 2u);
+  for (const TraceJobResult& j : control->jobs) {
+    EXPECT_GT(j.start_us, 0) << j.id;
+    EXPECT_LT(j.start_us, j.isolated_iteration_us) << j.id;
+  }
+  EXPECT_NE(control->jobs[0].start_us, control->jobs[1].start_us);
+  EXPECT_EQ(TraceReportToJson(*control)["plugin"], "random");
+  EXPECT_EQ(ReplayTrace(options)->jobs[1].start_us, control->jobs[1].start_us);
   const nlohmann::ordered_json json = TraceReportToJson(*on);
   EXPECT_EQ(json["plugin"], "on");
   EXPECT_EQ(json["jobs_completed"], 2);
