@@ -1,6 +1,7 @@
 #include "placer/ranking_policy.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -34,6 +35,14 @@ double LinkHeadroom(const RankRequest& request, const Candidate& candidate, cons
     load += MeanGbps(spec->profile) * share->second;
   }
   return 1 - load / link.capacity_gbps;
+}
+
+size_t Footprint(const Candidate& candidate) {
+  size_t n = 0;
+  for (const auto& [job, links] : candidate.links) {
+    for (const auto& [link, share] : links) n += share > 0 ? 1 : 0;
+  }
+  return n;
 }
 
 namespace {
@@ -75,6 +84,10 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
     return decision;
   }
   const RankedCandidate& first = ranking.ranked[host];
+  auto footprint = [&](const RankedCandidate& c) {
+    auto spec = by_id.find(c.candidate);
+    return spec == by_id.end() ? std::numeric_limits<size_t>::max() : Footprint(*spec->second);
+  };
   auto trusted = [&](const RankedCandidate& c) {
     if (c.cycle && !c.exact) return false;
     auto spec = by_id.find(c.candidate);
@@ -88,7 +101,7 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
   for (size_t i = 0; i < ranking.ranked.size(); ++i) {
     const RankedCandidate& c = ranking.ranked[i];
     if (i == host || c.score + 1e-9 < first.score + options.min_gain) continue;  // "at least", in doubles
-    if (PairsAtRisk(c) > PairsAtRisk(first) || !trusted(c)) continue;
+    if (PairsAtRisk(c) > PairsAtRisk(first) || footprint(c) > footprint(first) || !trusted(c)) continue;
     if (best == host || c.score > ranking.ranked[best].score) best = i;
   }
   // `best` first, the others in Rank()'s order.

@@ -17,7 +17,10 @@
 //      still fits), and
 //   3. puts no more (job, contended link) pairs at risk than the host's
 //      first choice (in particular: when the host's first shares no link,
-//      nothing overtakes it).
+//      nothing overtakes it), and has no larger footprint: no more (job,
+//      link) entries in its request candidate, so a candidate that spreads
+//      jobs over more servers than the host chose (more links, more
+//      fragmentation for later jobs) never overtakes on a prediction.
 // Among the candidates that pass, the best score goes first; the others keep
 // Rank()'s order behind it. With min_gain < 0 the policy is off (Rank()'s
 // order stands).
@@ -60,6 +63,9 @@ struct PolicyDecision {
 // with the shares of `candidate` (link form). Shares of jobs not in
 // `request.jobs` count as 0.
 double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link);
+
+// The (job, link) entries of a candidate in link form with a share > 0.
+size_t Footprint(const Candidate& candidate);
 
 // Reorders `ranking` (from Rank(request)) by the policy and says what it did.
 PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolicyOptions& options,

@@ -384,6 +384,8 @@ class Replayer {
         running_links[id] = Clamp(r.links);
       }
       bool any_new_networked = false;
+      // The policy judges footprints on every link a candidate's new jobs cross.
+      std::vector<placer::Candidate> full;
       for (size_t c = 0; c < plans.size(); ++c) {
         placer::Candidate candidate;
         candidate.id = std::to_string(c);
@@ -395,6 +397,7 @@ class Replayer {
           candidate.links[rank_id] = Clamp(plan.running.links);
           any_new_networked = true;
         }
+        full.push_back(candidate);
         request.candidates.push_back(Contended(std::move(candidate)));
       }
       if (any_new_networked) {
@@ -409,6 +412,7 @@ class Replayer {
           ranking = placer::Rank(request);
         }
         ++report_.ranked_rounds;
+        std::swap(request.candidates, full);
         const placer::PolicyDecision decision =
             placer::ApplyRankingPolicy(request, options_.ranking_policy, ranking);
         if (decision.reason == "overtaken" ||

@@ -102,8 +102,9 @@ struct TraceReplayOptions {
   bool pace_reslot = true;
   // Once mode: the closed loop of phasord (SimJob::realign_*): each new job's
   // intended phase is its slot; drift beyond realign_threshold_us is
-  // corrected at most once per realign_min_interval_s (default on).
-  bool realign = true;
+  // corrected at most once per realign_min_interval_s. Default off: on the
+  // bundled workload it costs more than it restores (docs/simulator.md).
+  bool realign = false;
   double realign_threshold_us = 2000;
   double realign_min_interval_s = 1;
   uint32_t quantum_us = 1000;

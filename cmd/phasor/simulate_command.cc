@@ -36,7 +36,7 @@ struct SimulateFlags {
   bool progress = true;
   double min_gain = 0.05;
   double min_headroom = 0.1;
-  std::string realign = "on";
+  std::string realign = "off";
   std::string reslot = "on";
 };
 

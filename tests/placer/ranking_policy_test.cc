@@ -98,6 +98,19 @@ TEST(RankingPolicyTest, NothingWithMoreJobsOnContendedLinksOvertakes) {
   EXPECT_EQ(Order(ranking), (std::vector<std::string>{"alone", "host"}));
 }
 
+TEST(RankingPolicyTest, ACandidateWithALargerFootprintDoesNotOvertake) {
+  RankRequest request = Request();
+  // "wide": the same contended link as the host's first, but j1 also crosses l2 (3 entries > 2).
+  request.candidates.push_back({.id = "wide", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}});
+  EXPECT_EQ(Footprint(request.candidates[0]), 2u);
+  EXPECT_EQ(Footprint(request.candidates.back()), 3u);
+  Ranking ranking;
+  ranking.ranked = {Ranked("wide", 1.0, {"l0"}), Ranked("host", 0.5, {"l0"})};
+  const PolicyDecision d = ApplyRankingPolicy(request, {}, ranking);
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.reason, "host-first");
+}
+
 TEST(RankingPolicyTest, UntrustedPredictionsDoNotOvertake) {
   const RankRequest request = Request();
   Ranking ranking;
