@@ -412,6 +412,14 @@ class Replayer {
           ranking = placer::Rank(request);
         }
         ++report_.ranked_rounds;
+        // A ranking must name the round's candidates (checked before the
+        // policy, which could hide a bad first entry).
+        uint64_t named = 0;
+        if (!ranking.ranked.empty() &&
+            (!absl::SimpleAtoi(ranking.ranked.front().candidate, &named) || named >= plans.size())) {
+          return absl::InternalError(absl::StrCat("ranking: best candidate '", ranking.ranked.front().candidate,
+                                                  "' is not one of the round's ", plans.size(), " candidates"));
+        }
         std::swap(request.candidates, full);
         const placer::PolicyDecision decision =
             placer::ApplyRankingPolicy(request, options_.ranking_policy, ranking);
