@@ -78,6 +78,21 @@ absl::Status FluidNetwork::AddJob(const SimJob& job) {
   if (!(job.pace_period_us >= 0) || !std::isfinite(job.pace_period_us)) {
     return absl::InvalidArgumentError(field + ".pace_period_us: must be >= 0");
   }
+  if (!(job.realign_period_us >= 0) || !std::isfinite(job.realign_period_us)) {
+    return absl::InvalidArgumentError(field + ".realign_period_us: must be >= 0");
+  }
+  if (!std::isfinite(job.realign_anchor_us)) {
+    return absl::InvalidArgumentError(field + ".realign_anchor_us: must be finite");
+  }
+  if (!(job.realign_threshold_us >= 0) || !std::isfinite(job.realign_threshold_us)) {
+    return absl::InvalidArgumentError(field + ".realign_threshold_us: must be >= 0");
+  }
+  if (!(job.realign_min_interval_us >= 0) || !std::isfinite(job.realign_min_interval_us)) {
+    return absl::InvalidArgumentError(field + ".realign_min_interval_us: must be >= 0");
+  }
+  if (!(job.realign_max_wait_fraction >= 0 && job.realign_max_wait_fraction <= 1)) {
+    return absl::InvalidArgumentError(field + ".realign_max_wait_fraction: must be in [0, 1]");
+  }
   JobState state;
   state.spec = job;
   for (const auto& [link, share] : job.links) {
@@ -97,6 +112,7 @@ absl::Status FluidNetwork::AddJob(const SimJob& job) {
   state.phase = Phase::kWaiting;
   state.phase_end_us = job.start_us;
   state.last_end_us = job.start_us;
+  state.pace_anchor_us = job.start_us;
   state.stats_index = job_stats_.size();
   JobStats stats;
   stats.id = job.id;
@@ -123,6 +139,7 @@ absl::Status FluidNetwork::RemoveJob(const std::string& id) {
 }
 
 void FluidNetwork::StartIteration(JobState& job, double at_us) {
+  job.iteration_start_us = at_us;
   if (job.spec.compute_us > 0) {
     job.phase = Phase::kCompute;
     job.phase_end_us = at_us + job.spec.compute_us;
@@ -153,11 +170,33 @@ void FluidNetwork::FinishIteration(JobState& job, std::vector<std::string>& comp
   if (job.spec.pace_period_us > 0) {
     // The next slot at or after now (a slot within the float slack counts as now).
     const double period = job.spec.pace_period_us;
-    const double n = std::ceil((now_us_ - job.spec.start_us - kTimeSlackUs) / period);
-    const double slot = job.spec.start_us + std::max(0.0, n) * period;
+    if (job.spec.pace_reslot && now_us_ - job.iteration_start_us > period + kTimeSlackUs) {
+      // Overran its slot: start now, the grid moves here.
+      job.pace_anchor_us = now_us_;
+      ++stats.reslots;
+      StartIteration(job, now_us_);
+      return;
+    }
+    const double n = std::ceil((now_us_ - job.pace_anchor_us - kTimeSlackUs) / period);
+    const double slot = job.pace_anchor_us + std::max(0.0, n) * period;
     if (slot > now_us_ + kTimeSlackUs) {
       job.phase = Phase::kWaiting;
       job.phase_end_us = slot;
+      return;
+    }
+  } else if (job.spec.realign_period_us > 0 &&
+             now_us_ - job.last_realign_us >= job.spec.realign_min_interval_us) {
+    const double period = job.spec.realign_period_us;
+    double error = std::fmod(now_us_ - job.spec.realign_anchor_us, period);
+    if (error < 0) error += period;
+    if (error > period / 2) error -= period;  // wrapped to +-period/2; < 0: early
+    const double wait = error > 0 ? period - error : -error;
+    if (std::abs(error) > job.spec.realign_threshold_us &&
+        wait <= job.spec.realign_max_wait_fraction * period + kTimeSlackUs) {
+      job.last_realign_us = now_us_;
+      ++stats.realignments;
+      job.phase = Phase::kWaiting;
+      job.phase_end_us = now_us_ + wait;
       return;
     }
   }

@@ -51,6 +51,26 @@ struct SimJob {
   // Pacing (SPEC 7, mode `pace`): when > 0, every iteration starts at the next
   // slot start_us + n * pace_period_us at or after the end of the previous one.
   double pace_period_us = 0;
+  // Pacing degrades gracefully (default true): an iteration that overruns its
+  // slot (ends more than one period after it started) does not wait for the
+  // next slot, which would lose most of a period: the next iteration starts
+  // at once and the slot grid re-anchors there (counted in JobStats::reslots).
+  // False: always wait for the next slot of the original grid.
+  bool pace_reslot = true;
+  // Closed loop (phasord's re-alignment, docs/phasord.md), when
+  // realign_period_us > 0 and pacing is off: the job's intended iteration
+  // starts are realign_anchor_us + n x realign_period_us. At an iteration's
+  // end the phase error of the next start (wrapped to +-period/2) is checked;
+  // when it exceeds realign_threshold_us, the last re-alignment is at least
+  // realign_min_interval_us ago, and waiting for the intended start costs at
+  // most realign_max_wait_fraction x period, the next iteration waits for it
+  // (counted in JobStats::realignments). A late job is not held back a whole
+  // period: it is re-aligned when its error has wrapped around to early.
+  double realign_period_us = 0;
+  double realign_anchor_us = 0;
+  double realign_threshold_us = 2000;
+  double realign_min_interval_us = 1e6;
+  double realign_max_wait_fraction = 0.25;
 };
 
 struct FluidNetworkOptions {
@@ -74,6 +94,8 @@ struct JobStats {
   double last_end_us = 0;    // when its last iteration ended (start_us before the first)
   std::vector<double> iteration_us;  // end_k - end_{k-1}, end_{-1} = start_us
   bool finished = false;
+  uint64_t reslots = 0;       // pacing: slot grid re-anchored after an overrun
+  uint64_t realignments = 0;  // closed loop: iterations held back to the intended phase
 };
 
 struct LinkStats {
@@ -138,6 +160,9 @@ class FluidNetwork {
     double remaining_bits = 0;     // kComm
     double rate_gbps = 0;          // kComm: current max-min rate
     double last_end_us = 0;        // end of the previous iteration
+    double iteration_start_us = 0; // start of the current iteration
+    double pace_anchor_us = 0;     // pacing: slots are pace_anchor_us + n x period
+    double last_realign_us = -std::numeric_limits<double>::infinity();
     uint64_t done = 0;
     size_t stats_index = 0;
     bool frozen = false;           // scratch for progressive filling

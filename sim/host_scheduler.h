@@ -3,13 +3,9 @@
 // round; with the plugin on, phasor ranks them and sets shifts; with it off,
 // the host's first choice runs.
 //
-// HostSchedulerAdapter is the one interface every host scheduler is driven
-// through: the reference policies here (for the simulator's trace replay)
-// and, later, the ZeroMQ adapters that forward a round to a real Themis- or
-// Pollux-style engine and return its candidates. It lives in sim/ because its
-// only callers today are the simulator; it depends on nothing but plain
-// structs, so the integrations module can move it (a header move) when a
-// second caller needs it without linking the simulator.
+// The interface and its round types are the seam in
+// integrations/host_scheduler/ (phasor_host_scheduler); the simulator's
+// reference policies below implement it and sim::ReplayTrace takes it.
 //
 // The reference policies (assumptions: non-preemptive, whole jobs, GPUs are
 // the only resource, servers grouped by their edge switch = "rack"):
@@ -30,55 +26,22 @@
 #define PHASOR_SIM_HOST_SCHEDULER_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "integrations/host_scheduler/host_scheduler.h"
 #include "sim/model_catalog.h"
 
 namespace phasor::sim {
 
-struct ServerView {
-  std::string id;
-  std::string rack;        // its edge switch
-  uint32_t gpus = 0;       // installed
-  uint32_t free_gpus = 0;  // not allocated
-};
-
-struct PendingJob {
-  std::string id;
-  std::string model;
-  uint32_t gpus = 1;
-  double arrival_us = 0;
-  double isolated_run_us = 0;  // the job's run time alone (its size)
-};
-
-struct SchedulingRound {
-  double now_us = 0;
-  std::vector<ServerView> servers;  // the whole cluster
-  std::vector<PendingJob> pending;  // in arrival order
-};
-
-// One allocation of some pending jobs: job -> its servers in rank order, one
-// entry per GPU (["s1", "s1", "s2", "s2"] = 2 GPUs on each of s1 and s2).
-struct CandidateAllocation {
-  std::string id;
-  std::map<std::string, std::vector<std::string>> servers;
-};
-
-class HostSchedulerAdapter {
- public:
-  virtual ~HostSchedulerAdapter() = default;
-  virtual std::string_view name() const = 0;
-  // Up to `k` candidates (>= 1 when any pending job fits), best first. Every
-  // candidate only uses free GPUs. An empty list means nothing fits now.
-  // Errors: Unavailable when a remote engine does not answer.
-  virtual absl::StatusOr<std::vector<CandidateAllocation>> Propose(const SchedulingRound& round,
-                                                                   uint32_t k) = 0;
-};
+using host_scheduler::CandidateAllocation;
+using host_scheduler::HostSchedulerAdapter;
+using host_scheduler::PendingJob;
+using host_scheduler::SchedulingRound;
+using host_scheduler::ServerView;
 
 // "themis", "pollux" or "consolidate". `models` (may be null) gives Pollux's
 // measured throughputs and must outlive the adapter. InvalidArgument for an

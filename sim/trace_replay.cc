@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
@@ -192,12 +193,18 @@ class Replayer {
 
   absl::StatusOr<TraceReport> Run(std::vector<TraceJob> jobs) {
     const auto wall_start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> adapter =
-        MakeReferenceScheduler(options_.scheduler, &models_);
-    if (!adapter.ok()) return adapter.status();
-    scheduler_ = std::move(*adapter);
-    report_.scheduler = options_.scheduler;
+    if (options_.host != nullptr) {
+      scheduler_ = options_.host;
+    } else {
+      absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> adapter =
+          MakeReferenceScheduler(options_.scheduler, &models_);
+      if (!adapter.ok()) return adapter.status();
+      owned_scheduler_ = std::move(*adapter);
+      scheduler_ = owned_scheduler_.get();
+    }
+    report_.scheduler = std::string(scheduler_->name());
     report_.plugin = options_.plugin;
+    report_.random_start = !options_.plugin && options_.random_start;
     report_.pace = options_.pace;
 
     std::vector<SimLink> links;
@@ -378,6 +385,8 @@ class Replayer {
         running_links[id] = Clamp(r.links);
       }
       bool any_new_networked = false;
+      // The policy judges footprints on every link a candidate's new jobs cross.
+      std::vector<placer::Candidate> full;
       for (size_t c = 0; c < plans.size(); ++c) {
         placer::Candidate candidate;
         candidate.id = std::to_string(c);
@@ -389,6 +398,7 @@ class Replayer {
           candidate.links[rank_id] = Clamp(plan.running.links);
           any_new_networked = true;
         }
+        full.push_back(candidate);
         request.candidates.push_back(Contended(std::move(candidate)));
       }
       if (any_new_networked) {
@@ -403,6 +413,21 @@ class Replayer {
           ranking = placer::Rank(request);
         }
         ++report_.ranked_rounds;
+        // A ranking must name the round's candidates (checked before the
+        // policy, which could hide a bad first entry).
+        uint64_t named = 0;
+        if (!ranking.ranked.empty() &&
+            (!absl::SimpleAtoi(ranking.ranked.front().candidate, &named) || named >= plans.size())) {
+          return absl::InternalError(absl::StrCat("ranking: best candidate '", ranking.ranked.front().candidate,
+                                                  "' is not one of the round's ", plans.size(), " candidates"));
+        }
+        std::swap(request.candidates, full);
+        const placer::PolicyDecision decision =
+            placer::ApplyRankingPolicy(request, options_.ranking_policy, ranking);
+        if (decision.reason == "overtaken" ||
+            (decision.reason == "off" && decision.chosen != decision.host_first)) {
+          ++report_.overtaken_rounds;
+        }
         if (!ranking.ranked.empty()) {
           const placer::RankedCandidate& best = ranking.ranked.front();
           uint64_t best_index = 0;
@@ -424,12 +449,24 @@ class Replayer {
     for (auto& [id, plan] : plans[chosen]) {
       const double now = net_->now_us();
       plan.sim.start_us = now;
+      if (!options_.plugin && options_.random_start && plan.running.networked) {
+        const uint64_t h = SplitMix(options_.seed ^ std::hash<std::string>{}(id));
+        plan.sim.start_us = now + Unit(h) * plan.running.profile.period_us;
+      }
       auto shift = shifts.find(id);
       if (shift != shifts.end() && plan.running.networked) {
         const double period = plan.running.profile.period_us;
         const double n = std::ceil((now - shift->second) / period);
         plan.sim.start_us = std::max(now, shift->second + n * period);
-        if (options_.pace) plan.sim.pace_period_us = period;
+        if (options_.pace) {
+          plan.sim.pace_period_us = period;
+          plan.sim.pace_reslot = options_.pace_reslot;
+        } else if (options_.realign) {
+          plan.sim.realign_period_us = period;
+          plan.sim.realign_anchor_us = plan.sim.start_us;
+          plan.sim.realign_threshold_us = options_.realign_threshold_us;
+          plan.sim.realign_min_interval_us = options_.realign_min_interval_s * 1e6;
+        }
       }
       plan.running.stats_index = net_->job_stats().size();
       absl::Status added = net_->AddJob(plan.sim);
@@ -491,6 +528,8 @@ class Replayer {
     result.start_us = stats.start_us;
     result.finish_us = stats.finish_us;
     result.isolated_iteration_us = r.isolated_iteration_us;
+    report_.reslots += stats.reslots;
+    report_.realignments += stats.realignments;
     if (r.networked) {
       result.iteration_us = Summarize(stats.iteration_us);
       result.slowdown = result.iteration_us.mean / r.isolated_iteration_us;
@@ -535,7 +574,8 @@ class Replayer {
   const ModelCatalog& models_;
   const topology::Topology& topo_;
   topology::Router router_;
-  std::unique_ptr<HostSchedulerAdapter> scheduler_;
+  std::unique_ptr<HostSchedulerAdapter> owned_scheduler_;
+  HostSchedulerAdapter* scheduler_ = nullptr;
   std::unique_ptr<FluidNetwork> net_;
   std::vector<ServerView> servers_;
   std::map<std::string, TraceJob> trace_;
@@ -549,6 +589,12 @@ class Replayer {
 
 absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
   if (options.top_k == 0) return absl::InvalidArgumentError("--top-k: must be >= 1");
+  if (absl::Status policy = placer::ValidateRankingPolicyOptions(options.ranking_policy); !policy.ok()) {
+    return policy;
+  }
+  if (!(options.realign_threshold_us >= 0) || !(options.realign_min_interval_s >= 0)) {
+    return absl::InvalidArgumentError("realign_threshold_us, realign_min_interval_s: must be >= 0");
+  }
   if (options.quantum_us == 0) return absl::InvalidArgumentError("quantum_us: must be >= 1");
   absl::StatusOr<ModelCatalog> models = ModelCatalog::Load(options.models_dir);
   if (!models.ok()) return models.status();
@@ -583,7 +629,7 @@ nlohmann::ordered_json SummaryJson(const IterationSummary& s) {
 nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   nlohmann::ordered_json out;
   out["scheduler"] = r.scheduler;
-  out["plugin"] = r.plugin ? "on" : "off";
+  out["plugin"] = r.plugin ? "on" : (r.random_start ? "random" : "off");
   out["mode"] = r.pace ? "pace" : "once";
   out["cluster"] = {{"servers", r.servers}, {"gpus", r.gpus}, {"links", r.links}};
   out["jobs_completed"] = r.jobs.size();
@@ -595,6 +641,9 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["makespan_s"] = r.makespan_s;
   out["rounds"] = r.rounds;
   out["ranked_rounds"] = r.ranked_rounds;
+  out["overtaken_rounds"] = r.overtaken_rounds;
+  out["reslots"] = r.reslots;
+  out["realignments"] = r.realignments;
   out["events"] = r.events;
   out["wall_s"] = r.wall_s;
   out["jobs"] = nlohmann::ordered_json::array();

@@ -33,7 +33,9 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "integrations/host_scheduler/host_scheduler.h"
 #include "placer/ranker.h"
+#include "placer/ranking_policy.h"
 #include "sim/fluid_network.h"
 #include "sim/scenario.h"
 
@@ -64,13 +66,22 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
 // The ranking step of a replay round (plugin on): given the round's
 // RankRequest (link form, running jobs pinned), the placer's Ranking. An error
 // stops the replay with that error.
-using RankFunction = std::function<absl::StatusOr<placer::Ranking>(const placer::RankRequest& request)>;
+using RankFunction = host_scheduler::RankFunction;
 
 struct TraceReplayOptions {
   std::string trace_path;
   std::string models_dir = "data/models";
   std::string scheduler = "themis";      // themis | pollux | consolidate
+  // The host scheduler to drive instead of the reference policy `scheduler`
+  // names (not owned; must outlive the replay; default null: the reference
+  // policy). The report's scheduler is then its name().
+  host_scheduler::HostSchedulerAdapter* host = nullptr;
   bool plugin = true;                    // phasor ranks the top-K and sets shifts
+  // Plugin off only: each multi-server job starts after a seeded random delay
+  // in [0, its period) (the "null plugin": the same kind of start delay as
+  // phasor's slots, without ranking). The control that measures how much a
+  // start delay alone perturbs a non-preemptive schedule (the noise bound).
+  bool random_start = false;
   // Generated fabric when topology_path is empty: "leaf-spine:N[:OVERSUB[:PER_LEAF]]"
   // = N servers of 4 GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf,
   // 2 spines, uplinks oversubscribed OVERSUB:1 (default 2).
@@ -82,6 +93,20 @@ struct TraceReplayOptions {
   uint32_t top_k = 4;                    // candidates per round
   uint64_t seed = 1;
   bool pace = false;                     // SPEC 7 mode `pace` instead of `once`
+  // How the host's order and the predicted gain combine (placer/ranking_policy.h;
+  // default: the host's first choice stands unless another candidate beats it
+  // by 0.05 with a trusted prediction). min_gain < 0: Rank()'s order alone.
+  placer::RankingPolicyOptions ranking_policy;
+  // Pace mode: an iteration that overruns its slot re-anchors the job's slot
+  // grid instead of waiting for the next slot (SimJob::pace_reslot; default true).
+  bool pace_reslot = true;
+  // Once mode: the closed loop of phasord (SimJob::realign_*): each new job's
+  // intended phase is its slot; drift beyond realign_threshold_us is
+  // corrected at most once per realign_min_interval_s. Default off: on the
+  // bundled workload it costs more than it restores (docs/simulator.md).
+  bool realign = false;
+  double realign_threshold_us = 2000;
+  double realign_min_interval_s = 1;
   uint32_t quantum_us = 1000;
   // Load series of every loaded link over [record_at_s, record_at_s +
   // record_window_s) of simulated time (for the demo's plots); < 0: at the
@@ -110,6 +135,7 @@ struct TraceJobResult {
 struct TraceReport {
   std::string scheduler;
   bool plugin = false;
+  bool random_start = false;  // the noise control (TraceReplayOptions::random_start)
   bool pace = false;
   size_t servers = 0, gpus = 0, links = 0;
   std::vector<TraceJobResult> jobs;  // completed jobs, in trace order
@@ -120,6 +146,9 @@ struct TraceReport {
   double excess_bytes = 0;
   double makespan_s = 0;
   uint64_t rounds = 0, ranked_rounds = 0, events = 0;
+  uint64_t overtaken_rounds = 0;  // ranked rounds where another candidate overtook the host's first
+  uint64_t reslots = 0;           // pace: slot grids re-anchored after an overrun
+  uint64_t realignments = 0;      // once: iterations held back to the intended phase
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and
   // (up to 20000) sampled iteration slowdowns.

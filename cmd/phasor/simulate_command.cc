@@ -34,6 +34,10 @@ struct SimulateFlags {
   double median_duration_s = 600;
   double record_at_s = -1;
   bool progress = true;
+  double min_gain = 0.05;
+  double min_headroom = 0.1;
+  std::string realign = "off";
+  std::string reslot = "on";
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -73,10 +77,11 @@ void RunTrace(const SimulateFlags& flags) {
   options.trace_path = flags.trace;
   options.models_dir = flags.models;
   options.scheduler = flags.scheduler;
-  if (flags.plugin != "on" && flags.plugin != "off") {
-    Fail(kExitBadInput, "--plugin: must be on or off");
+  if (flags.plugin != "on" && flags.plugin != "off" && flags.plugin != "random") {
+    Fail(kExitBadInput, "--plugin: must be on, off or random");
   }
   options.plugin = flags.plugin == "on";
+  options.random_start = flags.plugin == "random";
   options.fabric = flags.fabric;
   options.topology_path = flags.topology;
   options.hours = flags.hours;
@@ -88,6 +93,12 @@ void RunTrace(const SimulateFlags& flags) {
   options.workload_median_duration_s = flags.median_duration_s;
   options.record_at_s = flags.record_at_s;
   options.progress = flags.progress ? &std::cerr : nullptr;
+  options.ranking_policy.min_gain = flags.min_gain;
+  options.ranking_policy.min_headroom = flags.min_headroom;
+  if (flags.realign != "on" && flags.realign != "off") Fail(kExitBadInput, "--realign: must be on or off");
+  if (flags.reslot != "on" && flags.reslot != "off") Fail(kExitBadInput, "--reslot: must be on or off");
+  options.realign = flags.realign == "on";
+  options.pace_reslot = flags.reslot == "on";
   absl::StatusOr<sim::TraceReport> report = sim::ReplayTrace(options);
   if (!report.ok()) Fail(CodeOf(report.status()), std::string(report.status().message()));
   std::cout << sim::TraceReportToJson(*report).dump(2) << "\n";
@@ -118,7 +129,8 @@ void AddSimulateCommand(CLI::App& app) {
                   "Replay a job trace (Philly CSV or a Pollux workload CSV)");
   cmd->add_option("--scheduler", flags->scheduler, "themis, pollux or consolidate")
       ->capture_default_str();
-  cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts")
+  cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts; random: off, each multi-server job starts "
+                  "after a random delay under its period (the noise control)")
       ->capture_default_str();
   cmd->add_option("--fabric", flags->fabric,
                   "Generated fabric when no --topology: leaf-spine:N[:oversub] (4 GPUs, 50G NICs)")
@@ -136,6 +148,17 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--record-at", flags->record_at_s,
                   "Trace replay: start of the 2 s load-series window, s (default: median arrival)");
   cmd->add_flag("!--no-progress", flags->progress, "No progress bar on stderr");
+  cmd->add_option("--min-gain", flags->min_gain,
+                  "Trace replay: predicted score gain another candidate needs to overtake the host's "
+                  "first (< 0: rank by score alone)")
+      ->capture_default_str();
+  cmd->add_option("--min-headroom", flags->min_headroom,
+                  "Trace replay: free capacity-time a contended link needs for a trusted prediction")
+      ->capture_default_str();
+  cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
+      ->capture_default_str();
+  cmd->add_option("--reslot", flags->reslot, "Trace replay, pace mode: re-slot after an overrun on|off")
+      ->capture_default_str();
   cmd->callback([flags] {
     if (!flags->trace.empty()) {
       if (!flags->input.empty()) Fail(kExitBadInput, "give a scenario FILE or --trace, not both");

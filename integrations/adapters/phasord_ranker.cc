@@ -2,18 +2,30 @@
 
 #include <utility>
 
+#include "protocol/convert.h"
+
 namespace phasor::adapters {
 
-sim::RankFunction PhasordRanker(client::Client* client, PhasordRankerOptions options) {
+absl::StatusOr<WireRanking> RankAndCommit(client::Client* client, phasor::v1::RankRequest request,
+                                          bool commit) {
+  absl::StatusOr<phasor::v1::RankReply> reply = client->Rank(std::move(request));
+  if (!reply.ok()) return reply.status();
+  WireRanking out;
+  out.reply = *std::move(reply);
+  if (commit && out.reply.ranked_size() > 0) {
+    absl::StatusOr<phasor::v1::CommitReply> committed =
+        client->Commit(out.reply.ranking_id(), out.reply.ranked(0).candidate());
+    if (!committed.ok()) return committed.status();
+    out.commit = *std::move(committed);
+  }
+  return out;
+}
+
+host_scheduler::RankFunction PhasordRanker(client::Client* client, PhasordRankerOptions options) {
   return [client, options](const placer::RankRequest& request) -> absl::StatusOr<placer::Ranking> {
-    absl::StatusOr<client::RankResult> result = client->Rank(request);
-    if (!result.ok()) return result.status();
-    if (options.commit && !result->ranking.ranked.empty()) {
-      absl::StatusOr<v1::CommitReply> commit =
-          client->Commit(result->ranking_id, result->ranking.ranked.front().candidate);
-      if (!commit.ok()) return commit.status();
-    }
-    return std::move(result->ranking);
+    absl::StatusOr<WireRanking> wire = RankAndCommit(client, protocol::ToProto(request), options.commit);
+    if (!wire.ok()) return wire.status();
+    return protocol::FromProto(wire->reply);
   };
 }
 

@@ -11,7 +11,7 @@ namespace phasor::adapters {
 
 namespace v1 = ::phasor::v1;
 
-PhasordRankedScheduler::PhasordRankedScheduler(std::unique_ptr<sim::HostSchedulerAdapter> engine,
+PhasordRankedScheduler::PhasordRankedScheduler(std::unique_ptr<host_scheduler::HostSchedulerAdapter> engine,
                                                client::Client* client, ProfileSource profiles,
                                                PhasordSchedulerOptions options)
     : engine_(std::move(engine)),
@@ -20,15 +20,15 @@ PhasordRankedScheduler::PhasordRankedScheduler(std::unique_ptr<sim::HostSchedule
       options_(options),
       name_(std::string(engine_->name()) + "+phasord") {}
 
-v1::RankRequest PhasordRankedScheduler::BuildRequest(const sim::SchedulingRound& round,
-                                                     const std::vector<sim::CandidateAllocation>& candidates) const {
+v1::RankRequest PhasordRankedScheduler::BuildRequest(const host_scheduler::SchedulingRound& round,
+                                                     const std::vector<host_scheduler::CandidateAllocation>& candidates) const {
   std::set<std::string> placed;
-  for (const sim::CandidateAllocation& c : candidates) {
+  for (const host_scheduler::CandidateAllocation& c : candidates) {
     for (const auto& [job, servers] : c.servers) placed.insert(job);
   }
   v1::RankRequest request;
   *request.mutable_options() = options_.rank_options;
-  for (const sim::PendingJob& job : round.pending) {  // arrival order
+  for (const host_scheduler::PendingJob& job : round.pending) {  // arrival order
     if (placed.count(job.id) == 0) continue;
     v1::Job* j = request.add_jobs();
     j->set_id(job.id);
@@ -36,7 +36,7 @@ v1::RankRequest PhasordRankedScheduler::BuildRequest(const sim::SchedulingRound&
       if (std::optional<placer::TrafficProfile> p = profiles_(job)) *j->mutable_profile() = protocol::ToProto(*p);
     }
   }
-  for (const sim::CandidateAllocation& c : candidates) {
+  for (const host_scheduler::CandidateAllocation& c : candidates) {
     v1::Candidate* out = request.add_candidates();
     out->set_id(c.id);
     for (const auto& [job, servers] : c.servers) {
@@ -47,44 +47,28 @@ v1::RankRequest PhasordRankedScheduler::BuildRequest(const sim::SchedulingRound&
   return request;
 }
 
-absl::StatusOr<std::vector<sim::CandidateAllocation>> PhasordRankedScheduler::Propose(const sim::SchedulingRound& round,
+absl::StatusOr<std::vector<host_scheduler::CandidateAllocation>> PhasordRankedScheduler::Propose(const host_scheduler::SchedulingRound& round,
                                                                                       uint32_t k) {
-  absl::StatusOr<std::vector<sim::CandidateAllocation>> proposed = engine_->Propose(round, k);
+  absl::StatusOr<std::vector<host_scheduler::CandidateAllocation>> proposed = engine_->Propose(round, k);
   if (!proposed.ok() || proposed->empty()) return proposed;
-  absl::StatusOr<v1::RankReply> reply = client_->Rank(BuildRequest(round, *proposed));
-  if (!reply.ok()) return reply.status();
-  last_reply_ = *std::move(reply);
   last_commit_.reset();
+  absl::StatusOr<WireRanking> wire = RankAndCommit(client_, BuildRequest(round, *proposed), options_.commit);
+  if (!wire.ok()) return wire.status();
+  last_reply_ = std::move(wire->reply);
+  last_commit_ = std::move(wire->commit);
 
-  std::map<std::string, const sim::CandidateAllocation*> by_id;
-  for (const sim::CandidateAllocation& c : *proposed) by_id[c.id] = &c;
-  std::vector<sim::CandidateAllocation> ordered;
+  std::map<std::string, const host_scheduler::CandidateAllocation*> by_id;
+  for (const host_scheduler::CandidateAllocation& c : *proposed) by_id[c.id] = &c;
+  std::vector<host_scheduler::CandidateAllocation> ordered;
   std::set<std::string> taken;
   for (const v1::RankedCandidate& r : last_reply_.ranked()) {
     auto it = by_id.find(r.candidate());
     if (it != by_id.end() && taken.insert(r.candidate()).second) ordered.push_back(*it->second);
   }
-  for (const sim::CandidateAllocation& c : *proposed) {
+  for (const host_scheduler::CandidateAllocation& c : *proposed) {
     if (taken.insert(c.id).second) ordered.push_back(c);  // rejected: after the ranked, engine order
   }
-  if (options_.commit && last_reply_.ranked_size() > 0) {
-    absl::StatusOr<v1::CommitReply> commit =
-        client_->Commit(last_reply_.ranking_id(), last_reply_.ranked(0).candidate());
-    if (!commit.ok()) return commit.status();
-    last_commit_ = *std::move(commit);
-  }
   return ordered;
-}
-
-absl::StatusOr<std::unique_ptr<PhasordRankedScheduler>> MakePhasordScheduler(
-    std::string_view engine, const sim::ModelCatalog* models, client::Client* client, ProfileSource profiles,
-    PhasordSchedulerOptions options) {
-  if (engine != "themis" && engine != "pollux") {
-    return absl::InvalidArgumentError(absl::StrCat("engine: '", std::string(engine), "' is not themis or pollux"));
-  }
-  absl::StatusOr<std::unique_ptr<sim::HostSchedulerAdapter>> inner = sim::MakeReferenceScheduler(engine, models);
-  if (!inner.ok()) return inner.status();
-  return std::make_unique<PhasordRankedScheduler>(*std::move(inner), client, std::move(profiles), options);
 }
 
 }  // namespace phasor::adapters

@@ -4,10 +4,13 @@
 // is committed and its offsets published.
 #include "integrations/adapters/phasord_scheduler.h"
 
+#include <filesystem>
+
 #include "placer/candidate_routing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "protocol/convert.h"
+#include "sim/host_scheduler.h"
 #include "tests/daemon/daemon_harness.h"
 
 namespace phasor::adapters {
@@ -66,9 +69,18 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<client::Client> client_;
 };
 
+// A reference engine of the simulator behind phasord (the adapter itself
+// knows only the host-scheduler seam).
+absl::StatusOr<std::unique_ptr<PhasordRankedScheduler>> MakePhasordScheduler(
+    const std::string& engine, client::Client* client, PhasordSchedulerOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<sim::HostSchedulerAdapter>> inner = sim::MakeReferenceScheduler(engine, nullptr);
+  if (!inner.ok()) return inner.status();
+  return std::make_unique<PhasordRankedScheduler>(*std::move(inner), client, SquareProfile, options);
+}
+
 TEST_P(AdapterTest, OrderEqualsInProcessRankingAndTheFirstIsCommitted) {
   absl::StatusOr<std::unique_ptr<PhasordRankedScheduler>> adapter =
-      MakePhasordScheduler(GetParam(), nullptr, client_.get(), SquareProfile, Options());
+      MakePhasordScheduler(GetParam(), client_.get(), Options());
   ASSERT_TRUE(adapter.ok()) << adapter.status().message();
   EXPECT_EQ((*adapter)->name(), GetParam() + "+phasord");
   const sim::SchedulingRound round = Round();
@@ -125,9 +137,8 @@ TEST(AdapterErrorsTest, UnknownEngineAndUnreachablePhasord) {
   o.endpoint = "ipc://" + dir + "/nobody";
   o.timeout_ms = 300;
   auto c = *client::Client::Connect(o);
-  EXPECT_EQ(MakePhasordScheduler("slurm", nullptr, c.get(), SquareProfile).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  auto adapter = *MakePhasordScheduler("themis", nullptr, c.get(), SquareProfile);
+  EXPECT_EQ(MakePhasordScheduler("slurm", c.get()).status().code(), absl::StatusCode::kInvalidArgument);
+  auto adapter = *MakePhasordScheduler("themis", c.get());
   EXPECT_EQ(adapter->Propose(Round(), 4).status().code(), absl::StatusCode::kUnavailable);
   std::filesystem::remove_all(dir);
 }

@@ -149,6 +149,67 @@ TEST(FluidNetworkTest, PacedJobWaitsForItsNextSlot) {
   for (size_t i = 1; i < t.size(); ++i) EXPECT_NEAR(t[i], 250000, 1e-3);
 }
 
+// a is paced at its isolated 200 ms; b's one iteration shares l1 with a's
+// first Up phase, which ends at 240 ms, after a's second slot (200 ms).
+std::vector<double> OverrunPaced(bool reslot, uint64_t* reslots) {
+  FluidNetwork net({{"l1", 50}});
+  SimJob a = Job("a", {{"l1", 1.0}}, 0, 4);
+  a.pace_period_us = 200000;
+  a.pace_reslot = reslot;
+  EXPECT_TRUE(net.AddJob(a).ok());
+  EXPECT_TRUE(net.AddJob(Job("b", {{"l1", 1.0}}, 40000, 1)).ok());
+  net.RunToCompletion();
+  *reslots = net.job_stats()[0].reslots;
+  return net.job_stats()[0].iteration_us;
+}
+
+TEST(FluidNetworkTest, AnOverrunningPacedIterationReslotsInsteadOfLosingAPeriod) {
+  uint64_t reslots = 0;
+  std::vector<double> t = OverrunPaced(true, &reslots);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_NEAR(t[0], 240000, 1e-3);
+  for (size_t i = 1; i < 4; ++i) EXPECT_NEAR(t[i], 200000, 1e-3) << i;  // grid re-anchored at 240 ms
+  EXPECT_EQ(reslots, 1u);
+  // Without re-slotting the job waits for its 400 ms slot: 160 ms lost.
+  t = OverrunPaced(false, &reslots);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_NEAR(t[0], 240000, 1e-3);
+  EXPECT_NEAR(t[1], 360000, 1e-3);
+  EXPECT_NEAR(t[2], 200000, 1e-3);
+  EXPECT_EQ(reslots, 0u);
+}
+
+// A lone job of 200 ms iterations whose intended period is `period_us`.
+JobStats Realigned(double period_us, double min_interval_us) {
+  FluidNetwork net({{"l1", 50}});
+  SimJob a = Job("a", {{"l1", 1.0}}, 0, 7);
+  a.realign_period_us = period_us;
+  a.realign_anchor_us = 0;
+  a.realign_threshold_us = 2000;
+  a.realign_min_interval_us = min_interval_us;
+  EXPECT_TRUE(net.AddJob(a).ok());
+  net.RunToCompletion();
+  return net.job_stats()[0];
+}
+
+TEST(FluidNetworkTest, TheClosedLoopHoldsBackAJobThatDriftedEarly) {
+  // Intended 201 ms: the job gains 1 ms per iteration; at 600 ms it is 3 ms
+  // early (> 2 ms) and waits 3 ms, again at 1203 ms.
+  JobStats a = Realigned(201000, 0);
+  EXPECT_EQ(a.realignments, 2u);
+  const std::vector<double> expected = {200000, 200000, 200000, 203000, 200000, 200000, 203000};
+  ASSERT_EQ(a.iteration_us.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(a.iteration_us[i], expected[i], 1e-3) << i;
+  // At most one re-alignment per second.
+  a = Realigned(201000, 1e6);
+  EXPECT_EQ(a.realignments, 1u);
+  EXPECT_NEAR(a.finish_us, 7 * 200000 + 3000, 1e-3);
+  // A job drifting late is not held back most of a period (it would wait 199 ms).
+  a = Realigned(199000, 0);
+  EXPECT_EQ(a.realignments, 0u);
+  EXPECT_NEAR(a.finish_us, 7 * 200000, 1e-3);
+}
+
 TEST(FluidNetworkTest, AdvanceStopsWhenAJobCompletes) {
   FluidNetwork net({{"l1", 50}});
   ASSERT_TRUE(net.AddJob(Job("a", {{"l1", 1.0}}, 0, 2)).ok());
@@ -200,6 +261,15 @@ TEST(FluidNetworkTest, RejectsBadLinksAndJobs) {
   bad = Job("a", {{"l1", 1.0}});
   bad.compute_us = -1;
   EXPECT_EQ(net.AddJob(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = Job("a", {{"l1", 1.0}});
+  bad.realign_period_us = -1;
+  EXPECT_THAT(std::string(net.AddJob(bad).message()), HasSubstr("jobs['a'].realign_period_us: must be >= 0"));
+  bad = Job("a", {{"l1", 1.0}});
+  bad.realign_max_wait_fraction = 1.5;
+  EXPECT_THAT(std::string(net.AddJob(bad).message()), HasSubstr("realign_max_wait_fraction: must be in [0, 1]"));
+  bad = Job("a", {{"l1", 1.0}});
+  bad.realign_threshold_us = -1;
+  EXPECT_THAT(std::string(net.AddJob(bad).message()), HasSubstr("realign_threshold_us: must be >= 0"));
   ASSERT_TRUE(net.AddJob(Job("a", {{"l1", 1.0}})).ok());
   EXPECT_THAT(std::string(net.AddJob(Job("a", {{"l1", 1.0}})).message()), HasSubstr("already"));
   net.AdvanceUntil(10);

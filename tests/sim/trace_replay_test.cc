@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -176,10 +177,78 @@ TEST(TraceReplayTest, PluginRemovesCollisionsOnASharedUplink) {
   EXPECT_NEAR(on->iteration_slowdown.p99, 1.0, 0.01);
   EXPECT_LT(on->excess_bytes, off->excess_bytes / 10);
   EXPECT_EQ(on->ranked_rounds, 1u);
+  // The noise control: plugin off, each networked job starts after a seeded
+  // random delay under its period (the same seed gives the same delays).
+  options.plugin = false;
+  options.random_start = true;
+  absl::StatusOr<TraceReport> control = ReplayTrace(options);
+  ASSERT_TRUE(control.ok()) << control.status();
+  ASSERT_EQ(control->jobs.size(), 2u);
+  for (const TraceJobResult& j : control->jobs) {
+    EXPECT_GT(j.start_us, 0) << j.id;
+    EXPECT_LT(j.start_us, j.isolated_iteration_us) << j.id;
+  }
+  EXPECT_NE(control->jobs[0].start_us, control->jobs[1].start_us);
+  EXPECT_EQ(TraceReportToJson(*control)["plugin"], "random");
+  EXPECT_EQ(ReplayTrace(options)->jobs[1].start_us, control->jobs[1].start_us);
   const nlohmann::ordered_json json = TraceReportToJson(*on);
   EXPECT_EQ(json["plugin"], "on");
   EXPECT_EQ(json["jobs_completed"], 2);
   EXPECT_TRUE(json["jct_s"].contains("p99"));
+}
+
+// Any host scheduler behind the seam drives a replay: this one places every
+// job on the first server with enough free GPUs and counts its rounds.
+class FirstFitHost final : public host_scheduler::HostSchedulerAdapter {
+ public:
+  std::string_view name() const override { return "first-fit"; }
+  absl::StatusOr<std::vector<host_scheduler::CandidateAllocation>> Propose(
+      const host_scheduler::SchedulingRound& round, uint32_t k) override {
+    ++calls;
+    last_k = k;
+    host_scheduler::CandidateAllocation c;
+    c.id = "first-fit";
+    std::map<std::string, uint32_t> free;
+    for (const host_scheduler::ServerView& s : round.servers) free[s.id] = s.free_gpus;
+    for (const host_scheduler::PendingJob& job : round.pending) {
+      for (const host_scheduler::ServerView& s : round.servers) {
+        if (free[s.id] >= job.gpus) {
+          free[s.id] -= job.gpus;
+          c.servers[job.id] = std::vector<std::string>(job.gpus, s.id);
+          break;
+        }
+      }
+    }
+    if (c.servers.empty()) return std::vector<host_scheduler::CandidateAllocation>{};
+    return std::vector<host_scheduler::CandidateAllocation>{c};
+  }
+  int calls = 0;
+  uint32_t last_k = 0;
+};
+
+TEST(TraceReplayTest, TakesAnyHostSchedulerBehindTheSeam) {
+  const std::string trace = WriteTemp("seam.csv",
+                                      "name,time,application,num_replicas,batch_size\n"
+                                      "a,0,bert,4,32\nb,10,bert,4,32\nc,10,bert,2,32\n");
+  FirstFitHost host;
+  TraceReplayOptions options;
+  options.trace_path = trace;
+  options.models_dir = "data/models";
+  options.host = &host;
+  options.scheduler = "not-used";  // the injected host replaces the reference policy
+  options.fabric = "leaf-spine:2:2:2";
+  options.workload_median_duration_s = 60;
+  options.top_k = 3;
+  absl::StatusOr<TraceReport> report = ReplayTrace(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->scheduler, "first-fit");
+  ASSERT_EQ(report->jobs.size(), 3u);
+  EXPECT_EQ(report->jobs[0].placement, "4");  // a on s1
+  EXPECT_EQ(report->jobs[1].placement, "4");  // b on s2
+  EXPECT_FALSE(report->jobs[2].networked);    // c waits for a server with 2 free
+  EXPECT_EQ(report->ranked_rounds, 0u);       // one-server jobs load no link
+  EXPECT_EQ(host.last_k, 3u);
+  EXPECT_GE(host.calls, 3);
 }
 
 TEST(TraceReplayTest, RejectsBadOptions) {

@@ -1,0 +1,76 @@
+// The ranking policy (SPEC section 5, applied after Rank()): how the host
+// scheduler's order, phasor's predicted gain and the prediction's confidence
+// combine into the candidate that runs.
+//
+// Rank() sorts candidates by predicted score alone (ties keep the host's
+// order). That trades the host's objective (its first choice: fairness,
+// goodput, packing) for a predicted network gain, and the prediction can be
+// wrong: the score assumes each job's Up phase keeps its isolated length,
+// but a job that shares a saturated link stretches its Up phase (max-min
+// sharing), so a link predicted "compatible" with little headroom collides
+// in practice; shifts on loops of the affinity graph are heuristic. The
+// policy keeps the host's first choice unless another candidate
+//   1. beats its predicted score by at least `min_gain`,
+//   2. is trusted: not on a loop of the affinity graph unless proven exact,
+//      and every contended link keeps at least `min_headroom` of its
+//      capacity-time free after the jobs' Up phases (so a stretched Up phase
+//      still fits), and
+//   3. puts no more (job, contended link) pairs at risk than the host's
+//      first choice (in particular: when the host's first shares no link,
+//      nothing overtakes it), and has no larger footprint: no more (job,
+//      link) entries in its request candidate, so a candidate that spreads
+//      jobs over more servers than the host chose (more links, more
+//      fragmentation for later jobs) never overtakes on a prediction.
+// Among the candidates that pass, the best score goes first; the others keep
+// Rank()'s order behind it. With min_gain < 0 the policy is off (Rank()'s
+// order stands).
+//
+// Pure functions; thread-safe.
+#ifndef PHASOR_PLACER_RANKING_POLICY_H_
+#define PHASOR_PLACER_RANKING_POLICY_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "placer/ranker.h"
+
+namespace phasor::placer {
+
+struct RankingPolicyOptions {
+  // Predicted score gain (on the 0..1 score) another candidate needs over the
+  // host's first choice to overtake it (default 0.05); < 0: policy off.
+  double min_gain = 0.05;
+  // Fraction of a contended link's capacity-time that must stay free after
+  // the Up phases of its jobs, each at its full profile rate, for the
+  // prediction to be trusted (default 0.1).
+  double min_headroom = 0.1;
+};
+
+// InvalidArgument naming the field: min_headroom outside [0, 1), or a
+// non-finite min_gain.
+absl::Status ValidateRankingPolicyOptions(const RankingPolicyOptions& options);
+
+struct PolicyDecision {
+  std::string host_first;  // the host's first ranked candidate ("" when none ranked)
+  std::string chosen;      // the candidate now first
+  // "host-first" (kept), "overtaken" (another passed every test), "off"
+  // (policy off), "none" (nothing ranked).
+  std::string reason;
+};
+
+// The fraction of `link`'s capacity-time left free by its jobs' Up phases
+// over one period of each: 1 - sum_j (mean rate_j x share_j) / capacity,
+// with the shares of `candidate` (link form). Shares of jobs not in
+// `request.jobs` count as 0.
+double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link);
+
+// The (job, link) entries of a candidate in link form with a share > 0.
+size_t Footprint(const Candidate& candidate);
+
+// Reorders `ranking` (from Rank(request)) by the policy and says what it did.
+PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolicyOptions& options,
+                                  Ranking& ranking);
+
+}  // namespace phasor::placer
+
+#endif  // PHASOR_PLACER_RANKING_POLICY_H_

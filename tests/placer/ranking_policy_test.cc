@@ -1,0 +1,154 @@
+#include "placer/ranking_policy.h"
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace phasor::placer {
+namespace {
+
+using ::testing::HasSubstr;
+
+// j0, j1: 10 ms period, 2 ms Up at 50 Gbit/s (mean 10 Gbit/s each).
+TrafficProfile Square() {
+  TrafficProfile p;
+  p.period_us = 10000;
+  p.square = SquareWave{.up_us = 2000, .up_gbps = 50, .start_us = 0, .down_gbps = 0};
+  return p;
+}
+
+// Candidates in the host's order: "host" (j0 and j1 share l0, 50 Gbit/s),
+// "alone" (no shared link), "tight" (both on l1, 22 Gbit/s: headroom
+// 1 - 20/22), "loop" (both on l0 and l2).
+RankRequest Request() {
+  RankRequest r;
+  r.links = {{"l0", 50}, {"l1", 22}, {"l2", 50}};
+  r.jobs = {{.id = "j0", .profile = Square(), .pinned_shift_us = {}},
+            {.id = "j1", .profile = Square(), .pinned_shift_us = {}}};
+  r.candidates.push_back({.id = "host", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}}, .servers = {}});
+  r.candidates.push_back({.id = "alone", .links = {}, .servers = {}});
+  r.candidates.push_back({.id = "tight", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l1", 1}}}}, .servers = {}});
+  r.candidates.push_back(
+      {.id = "loop", .links = {{"j0", {{"l0", 1}, {"l2", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}});
+  return r;
+}
+
+RankedCandidate Ranked(const std::string& id, double score, std::vector<std::string> links, bool cycle = false,
+                       bool exact = true) {
+  RankedCandidate c;
+  c.candidate = id;
+  c.score = score;
+  c.cycle = cycle;
+  c.exact = exact;
+  for (const std::string& l : links) {
+    LinkResult r;
+    r.id = l;
+    r.capacity_gbps = l == "l1" ? 22 : 50;
+    r.jobs = {"j0", "j1"};
+    c.links.push_back(r);
+  }
+  return c;
+}
+
+std::vector<std::string> Order(const Ranking& r) {
+  std::vector<std::string> out;
+  for (const RankedCandidate& c : r.ranked) out.push_back(c.candidate);
+  return out;
+}
+
+TEST(RankingPolicyTest, LinkHeadroomIsTheCapacityTimeLeftByTheUpPhases) {
+  const RankRequest r = Request();
+  EXPECT_DOUBLE_EQ(LinkHeadroom(r, r.candidates[0], Ranked("host", 1, {"l0"}).links[0]), 1 - 20.0 / 50);
+  EXPECT_DOUBLE_EQ(LinkHeadroom(r, r.candidates[2], Ranked("tight", 1, {"l1"}).links[0]), 1 - 20.0 / 22);
+}
+
+TEST(RankingPolicyTest, TheHostsFirstStandsUnlessBeatenByTheMargin) {
+  const RankRequest request = Request();
+  Ranking ranking;
+  // A candidate 0.04 better than the host's first: not enough.
+  RankRequest two = request;
+  two.candidates.push_back({.id = "better", .links = two.candidates[0].links, .servers = {}});
+  ranking.ranked = {Ranked("better", 0.94, {"l0"}), Ranked("host", 0.90, {"l0"})};
+  PolicyDecision d = ApplyRankingPolicy(two, {}, ranking);
+  EXPECT_EQ(d.host_first, "host");
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.reason, "host-first");
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"host", "better"}));
+  // 0.05 better, same pairs at risk, trusted: it overtakes.
+  ranking.ranked = {Ranked("better", 0.95, {"l0"}), Ranked("host", 0.90, {"l0"})};
+  d = ApplyRankingPolicy(two, {}, ranking);
+  EXPECT_EQ(d.chosen, "better");
+  EXPECT_EQ(d.reason, "overtaken");
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"better", "host"}));
+}
+
+TEST(RankingPolicyTest, NothingWithMoreJobsOnContendedLinksOvertakes) {
+  RankRequest request = Request();
+  // The host's first shares no link (score 1 by definition); the other has a
+  // better score only by a ranking error: it never overtakes.
+  std::swap(request.candidates[0], request.candidates[1]);  // "alone" is now the host's first
+  Ranking ranking;
+  ranking.ranked = {Ranked("host", 1.0, {"l0"}), Ranked("alone", 0.5, {})};
+  const PolicyDecision d = ApplyRankingPolicy(request, {}, ranking);
+  EXPECT_EQ(d.host_first, "alone");
+  EXPECT_EQ(d.reason, "host-first");
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"alone", "host"}));
+}
+
+TEST(RankingPolicyTest, ACandidateWithALargerFootprintDoesNotOvertake) {
+  RankRequest request = Request();
+  // "wide": the same contended link as the host's first, but j1 also crosses l2 (3 entries > 2).
+  request.candidates.push_back({.id = "wide", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}});
+  EXPECT_EQ(Footprint(request.candidates[0]), 2u);
+  EXPECT_EQ(Footprint(request.candidates.back()), 3u);
+  Ranking ranking;
+  ranking.ranked = {Ranked("wide", 1.0, {"l0"}), Ranked("host", 0.5, {"l0"})};
+  const PolicyDecision d = ApplyRankingPolicy(request, {}, ranking);
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.reason, "host-first");
+}
+
+TEST(RankingPolicyTest, UntrustedPredictionsDoNotOvertake) {
+  const RankRequest request = Request();
+  Ranking ranking;
+  // "tight": 9 % headroom < 10 %.
+  ranking.ranked = {Ranked("tight", 1.0, {"l1"}), Ranked("host", 0.5, {"l0"})};
+  EXPECT_EQ(ApplyRankingPolicy(request, {}, ranking).chosen, "host");
+  // With a lower headroom bar it is trusted.
+  ranking.ranked = {Ranked("tight", 1.0, {"l1"}), Ranked("host", 0.5, {"l0"})};
+  EXPECT_EQ(ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.05}, ranking).chosen, "tight");
+  // A loop that is not proven exact, with no more pairs than the host's first: not trusted.
+  RankRequest looped = request;
+  looped.candidates[3].links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}};
+  ranking.ranked = {Ranked("loop", 1.0, {"l0"}, /*cycle=*/true, /*exact=*/false), Ranked("host", 0.5, {"l0"})};
+  EXPECT_EQ(ApplyRankingPolicy(looped, {}, ranking).chosen, "host");
+  ranking.ranked = {Ranked("loop", 1.0, {"l0"}, /*cycle=*/true, /*exact=*/true), Ranked("host", 0.5, {"l0"})};
+  EXPECT_EQ(ApplyRankingPolicy(looped, {}, ranking).chosen, "loop");
+}
+
+TEST(RankingPolicyTest, OffKeepsRanksOrderAndEmptyIsNone) {
+  const RankRequest request = Request();
+  Ranking ranking;
+  ranking.ranked = {Ranked("tight", 1.0, {"l1"}), Ranked("host", 0.5, {"l0"})};
+  const PolicyDecision d = ApplyRankingPolicy(request, {.min_gain = -1, .min_headroom = 0.1}, ranking);
+  EXPECT_EQ(d.reason, "off");
+  EXPECT_EQ(d.host_first, "host");
+  EXPECT_EQ(d.chosen, "tight");
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"tight", "host"}));
+  Ranking empty;
+  EXPECT_EQ(ApplyRankingPolicy(request, {}, empty).reason, "none");
+}
+
+TEST(RankingPolicyTest, RejectsBadOptions) {
+  EXPECT_TRUE(ValidateRankingPolicyOptions({}).ok());
+  EXPECT_THAT(std::string(ValidateRankingPolicyOptions({.min_gain = 0, .min_headroom = 1}).message()),
+              HasSubstr("ranking_policy.min_headroom: 1 is not in [0, 1)"));
+  EXPECT_THAT(std::string(ValidateRankingPolicyOptions({.min_gain = std::numeric_limits<double>::infinity(), .min_headroom = 0}).message()),
+              HasSubstr("ranking_policy.min_gain: must be finite"));
+}
+
+}  // namespace
+}  // namespace phasor::placer
