@@ -39,7 +39,19 @@ absl::StatusOr<FlowJobTable> FlowJobTable::Parse(const std::string& text, const 
       }
       (i == 1 ? rule.src : rule.dst) = ip;
     }
-    if (f.size() == 4 && f[3] != "*") {
+    if (f.size() == 4 && (f[3].starts_with("tcp") || f[3].starts_with("udp"))) {
+      const std::string t = f[3].substr(0, 3);
+      rule.transport = t == "tcp" ? Transport::kTcp : Transport::kUdp;
+      if (f[3].size() > 3) {
+        uint32_t port = 0;
+        if (f[3][3] != ':' || !absl::SimpleAtoi(f[3].substr(4), &port) || port == 0 ||
+            port > 65535) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "transport: '", f[3], "' is not ", t, " or ", t, ":<port 1-65535>"));
+        }
+        rule.port = static_cast<uint16_t>(port);
+      }
+    } else if (f.size() == 4 && f[3] != "*") {
       uint32_t qp = 0;
       const bool hex = f[3].starts_with("0x") || f[3].starts_with("0X");
       const bool ok = hex ? absl::SimpleHexAtoi(f[3].substr(2), &qp) : absl::SimpleAtoi(f[3], &qp);
@@ -74,7 +86,9 @@ std::string FlowJobTable::JobOf(const FlowKey& key) const {
   for (const Rule& r : rules_) {
     if (r.src && *r.src != key.src) continue;
     if (r.dst && *r.dst != key.dst) continue;
-    if (r.qp && *r.qp != key.dest_qp) continue;
+    if (r.qp && (key.transport != Transport::kRoce || *r.qp != key.dest_qp)) continue;
+    if (r.transport && *r.transport != key.transport) continue;
+    if (r.port && *r.port != key.src_port && *r.port != key.dst_port) continue;
     return r.job;
   }
   return "";
@@ -126,6 +140,20 @@ nlohmann::json ProfileJson(const std::string& subject, const std::string& source
   return j;
 }
 
+nlohmann::json ProfileJson(const MeasuredProfile& m) {
+  nlohmann::json j = ProfileJson(m.subject, m.source, m.extracted);
+  if (m.sampling) {
+    auto round1 = [](double x) { return std::round(x * 10) / 10; };
+    j["sampling"] = {{"interval_us", m.sampling->interval_us},
+                     {"reads", m.sampling->reads},
+                     {"late", m.sampling->late},
+                     {"jitter_mean_us", round1(m.sampling->jitter_mean_us)},
+                     {"jitter_p99_us", round1(m.sampling->jitter_p99_us)},
+                     {"jitter_max_us", round1(m.sampling->jitter_max_us)}};
+  }
+  return j;
+}
+
 nlohmann::json StatsJson(const ProbeStats& stats, const CaptureStats& capture, bool final) {
   nlohmann::json kinds = nlohmann::json::object();
   for (int k = 0; k < kPacketKinds; ++k) {
@@ -141,6 +169,7 @@ nlohmann::json StatsJson(const ProbeStats& stats, const CaptureStats& capture, b
       {"pps", capture.elapsed_s > 0 ? std::round(capture.packets / capture.elapsed_s) : 0.0},
       {"dropped", capture.dropped},
       {"roce_bytes", stats.roce_bytes},
+      {"tcp_udp_bytes", stats.tcp_udp_bytes},
       {"kinds", kinds},
       {"opcode_classes", classes},
       {"snapped", stats.snapped},

@@ -59,5 +59,37 @@ TEST(FlowJobTableTest, BadLinesAreNamed) {
             absl::StatusCode::kNotFound);
 }
 
+FlowKey L4(const std::string& src, const std::string& dst, Transport t, uint16_t sport,
+           uint16_t dport) {
+  FlowKey k = Key(src, dst, 0);
+  k.transport = t;
+  k.src_port = sport;
+  k.dst_port = dport;
+  return k;
+}
+
+TEST(FlowJobTableTest, TcpAndUdpRules) {
+  auto table = FlowJobTable::Parse(
+      "rdma 10.0.0.1 10.0.0.2 0x11\n"
+      "gloo 10.0.0.1 10.0.0.2 tcp:29500\n"
+      "dns * * udp:53\n"
+      "nccl 10.0.0.1 10.0.0.2 tcp\n"
+      "any 10.0.0.1 10.0.0.2\n",
+      "t");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.2", 0x11)), "rdma");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 40000, 29500)), "gloo");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 29500, 40000)), "gloo");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 40000, 40001)), "nccl");
+  EXPECT_EQ(table->JobOf(L4("10.9.0.1", "10.9.0.2", Transport::kUdp, 5353, 53)), "dns");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kUdp, 1, 2)), "any");
+  // A queue pair rule matches RoCE flows only, even when the numbers agree.
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 0x11, 0x11)), "nccl");
+  EXPECT_EQ(FlowJobTable::Parse("a * * tcp:0\n", "t").status().message(),
+            "flow table 't' line 1: transport: 'tcp:0' is not tcp or tcp:<port 1-65535>");
+  EXPECT_EQ(FlowJobTable::Parse("a * * udp53\n", "t").status().message(),
+            "flow table 't' line 1: transport: 'udp53' is not udp or udp:<port 1-65535>");
+}
+
 }  // namespace
 }  // namespace phasor::probe
