@@ -66,6 +66,66 @@ absl::StatusOr<FlowJobTable> FlowJobTable::Parse(const std::string& text, const 
   return table;
 }
 
+absl::StatusOr<ServerAddresses> ServerAddresses::Parse(const std::string& text,
+                                                      const std::string& name) {
+  ServerAddresses out;
+  std::istringstream in(text);
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string server;
+    if (!(fields >> server)) continue;
+    const std::string where = absl::StrCat("servers '", name, "' line ", line_no, ": ");
+    if (out.ips.contains(server)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "server '", server, "' is given twice"));
+    }
+    auto& ips = out.ips[server];
+    for (std::string word; fields >> word;) {
+      std::array<uint8_t, 16> ip;
+      if (!ParseIp(word, &ip)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "ip: '", word, "' is not an IP address"));
+      }
+      ips.push_back(ip);
+    }
+    if (ips.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "want '<server> <ip> [<ip>...]', server '", server, "' has no ip"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<FlowJobTable> FlowJobTable::FromPlacement(
+    const std::map<std::string, std::vector<std::string>>& job_servers,
+    const ServerAddresses& addresses) {
+  FlowJobTable table;
+  for (const auto& [job, servers] : job_servers) {
+    for (const std::string& server : servers) {
+      if (!addresses.ips.contains(server)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job '", job, "': server '", server, "' has no address"));
+      }
+    }
+    for (const std::string& a : servers) {
+      for (const std::string& b : servers) {
+        if (a == b) continue;
+        for (const auto& ip_a : addresses.ips.at(a)) {
+          for (const auto& ip_b : addresses.ips.at(b)) {
+            Rule rule;
+            rule.job = job;
+            rule.src = ip_a;
+            rule.dst = ip_b;
+            table.rules_.push_back(std::move(rule));
+          }
+        }
+      }
+    }
+  }
+  return table;
+}
+
 absl::StatusOr<FlowJobTable> FlowJobTable::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("flow table '", path, "': cannot open"));

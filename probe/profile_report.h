@@ -18,6 +18,7 @@
 #define PHASOR_PROBE_PROFILE_REPORT_H_
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,10 +37,28 @@ namespace phasor::probe {
 //   <job> <src_ip|*> <dst_ip|*> [<dest_qp>|tcp[:<port>]|udp[:<port>]|*]   # comment
 // (dest_qp decimal or 0x hex, matching RoCE flows only; tcp/udp match that
 // transport's flows, with a port matching either end; * or nothing: any
-// flow between the addresses). phasord's placements fill the same table
-// (FromPairs). Immutable after Parse: thread-safe lookups.
+// flow between the addresses). A placement (job -> servers) with the
+// servers' addresses fills the same table (FromPlacement). Immutable after
+// Parse: thread-safe lookups.
+// Servers' IP addresses, for mapping a placement's server pairs to flows.
+// Text format, one server per line: <server> <ip> [<ip>...]   # comment
+struct ServerAddresses {
+  std::map<std::string, std::vector<std::array<uint8_t, 16>>> ips;
+  // InvalidArgument naming the line and field (a server given twice, an
+  // address that does not parse, a server without one).
+  static absl::StatusOr<ServerAddresses> Parse(const std::string& text, const std::string& name);
+};
+
 class FlowJobTable {
  public:
+  // Rules for every ordered pair of distinct servers of each job, every
+  // address of one to every address of the other, any transport; jobs in
+  // name order (a server pair two jobs share maps to the first).
+  // InvalidArgument naming the job and server when a server has no address.
+  static absl::StatusOr<FlowJobTable> FromPlacement(
+      const std::map<std::string, std::vector<std::string>>& job_servers,
+      const ServerAddresses& addresses);
+
   // InvalidArgument naming the line and field for a malformed rule.
   static absl::StatusOr<FlowJobTable> Parse(const std::string& text, const std::string& name);
   // NotFound for a missing file, else as Parse.

@@ -91,5 +91,30 @@ TEST(FlowJobTableTest, TcpAndUdpRules) {
             "flow table 't' line 1: transport: 'udp53' is not udp or udp:<port 1-65535>");
 }
 
+TEST(FlowJobTableTest, FromAPlacementAndServerAddresses) {
+  auto addresses = ServerAddresses::Parse(
+      "# server  ips\n"
+      "s1 10.0.0.1\n"
+      "s2 10.0.0.2 fd00::2   # two NICs\n"
+      "s3 10.0.0.3\n",
+      "servers.txt");
+  ASSERT_TRUE(addresses.ok()) << addresses.status();
+  auto table = FlowJobTable::FromPlacement({{"a", {"s1", "s2"}}, {"b", {"s2", "s3"}}}, *addresses);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->size(), 8u);  // per job: 1 x 2 addresses each way
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.2", 0x11)), "a");
+  EXPECT_EQ(table->JobOf(Key("fd00::2", "10.0.0.1", 7)), "a");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.3", "10.0.0.2", Transport::kTcp, 1, 2)), "b");
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.3", 0x11)), "");
+  EXPECT_EQ(FlowJobTable::FromPlacement({{"a", {"s1", "s9"}}}, *addresses).status().message(),
+            "job 'a': server 's9' has no address");
+  EXPECT_EQ(ServerAddresses::Parse("s1 10.0.0.1\ns1 10.0.0.2\n", "f").status().message(),
+            "servers 'f' line 2: server 's1' is given twice");
+  EXPECT_EQ(ServerAddresses::Parse("s1 10.0.0.x\n", "f").status().message(),
+            "servers 'f' line 1: ip: '10.0.0.x' is not an IP address");
+  EXPECT_EQ(ServerAddresses::Parse("s1\n", "f").status().message(),
+            "servers 'f' line 1: want '<server> <ip> [<ip>...]', server 's1' has no ip");
+}
+
 }  // namespace
 }  // namespace phasor::probe
