@@ -34,7 +34,8 @@ absl::StatusOr<Measurement> Measure(CounterSource& source, const MeasureOptions&
       return absl::Status(binned.status().code(),
                           absl::StrCat(s.subject, ": ", binned.status().message()));
     }
-    absl::StatusOr<MeasuredProfile> p = MeasureBinned(s.subject, s.source, *binned, options.extract);
+    absl::StatusOr<MeasuredProfile> p =
+        MeasureBinned(s.subject, s.source, *binned, options.extract);
     if (!p.ok()) return p.status();
     p->sampling = s.sampling;
     out.profiles.push_back(*std::move(p));

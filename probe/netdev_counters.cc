@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<NetdevSource>> NetdevSource::Create(const NetdevO
         absl::StrCat("duration_us: ", options.duration_us, " is shorter than two intervals"));
   }
   if (options.max_late_us < 0 || options.max_late_us >= options.interval_us) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_late_us: ", options.max_late_us, " must be in [0, interval_us)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_late_us: ", options.max_late_us, " must be in [0, interval_us)"));
   }
   std::unique_ptr<NetdevSource> source(new NetdevSource(options));
   if (source->options_.max_late_us == 0) source->options_.max_late_us = options.interval_us / 2;
@@ -38,20 +38,18 @@ absl::StatusOr<std::unique_ptr<NetdevSource>> NetdevSource::Create(const NetdevO
           absl::StrCat("interfaces: '", name, "' is not an interface name"));
     }
     for (const char* counter : {"tx_bytes", "rx_bytes"}) {
-      const std::string path =
-          absl::StrCat(options.sysfs_root, "/", name, "/statistics/", counter);
+      const std::string path = absl::StrCat(options.sysfs_root, "/", name, "/statistics/", counter);
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
-        return absl::NotFoundError(
-            absl::StrCat("interface '", name, "': cannot open ", path));
+        return absl::NotFoundError(absl::StrCat("interface '", name, "': cannot open ", path));
       }
       source->fds_.push_back(fd);
     }
   }
   std::vector<uint64_t> values;
   if (!source->ReadOnce(values)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "interfaces: a statistics file under ", options.sysfs_root, " does not hold a number"));
+    return absl::InvalidArgumentError(absl::StrCat("interfaces: a statistics file under ",
+                                                   options.sysfs_root, " does not hold a number"));
   }
   return source;
 }

@@ -61,7 +61,8 @@ struct ExtractorOptions {
   uint32_t max_period_us = 0;     // 0: no limit beyond min_cycles
   double idle_gbps = 0.001;       // mean rate below which a series is idle
   double max_gap_fraction = 0.5;  // more missing bins than this: no answer
-  double harmonic_ratio = 0.1;    // a shorter peak this high beside the highest may be the period (step 3)
+  double harmonic_ratio = 0.1;    // a shorter peak this share of the highest may be the period
+                                  // (step 3)
   double fold_cycles = 32;        // periods per fold chunk (steps 4b-6)
 };
 

@@ -78,7 +78,8 @@ absl::StatusOr<ServerAddresses> ServerAddresses::Parse(const std::string& text,
     if (!(fields >> server)) continue;
     const std::string where = absl::StrCat("servers '", name, "' line ", line_no, ": ");
     if (out.ips.contains(server)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "server '", server, "' is given twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "server '", server, "' is given twice"));
     }
     auto& ips = out.ips[server];
     for (std::string word; fields >> word;) {

@@ -179,7 +179,9 @@ void AddProfileCommand(CLI::App& app) {
     std::optional<Publishing> publishing_to;
     if (publishing) publishing_to.emplace(PreparePublishing(*flags, *publish));
     absl::StatusOr<probe::Measurement> measured = MeasureProfiles(*flags);
-    if (!measured.ok()) Fail(ExitCodeOf(measured.status()), std::string(measured.status().message()));
+    if (!measured.ok()) {
+      Fail(ExitCodeOf(measured.status()), std::string(measured.status().message()));
+    }
     for (const std::string& note : measured->notes) std::cerr << "phasor profile: " << note << "\n";
     for (const probe::MeasuredProfile& m : measured->profiles) {
       std::cout << probe::ProfileJson(m).dump() << "\n";

@@ -62,7 +62,8 @@ absl::StatusOr<probe::Measurement> FromPcap(const ProfileSourceFlags& f) {
   if (!s.ok()) return s;
   if (!extract_status.ok()) return extract_status;
   if (out.profiles.empty()) {
-    return Bad("'" + f.pcap + (f.tcp_udp ? "': no RoCEv2, TCP or UDP packets" : "': no RoCEv2 packets"));
+    return Bad("'" + f.pcap +
+               (f.tcp_udp ? "': no RoCEv2, TCP or UDP packets" : "': no RoCEv2 packets"));
   }
   return out;
 }
@@ -111,10 +112,11 @@ void AddProfileSourceOptions(CLI::App* cmd, ProfileSourceFlags& flags) {
       "(e.g. /sys/class/infiniband) polled every --interval-ms for --duration-s");
   auto* csv = cmd->add_option("--switch-csv", flags.switch_csv,
                               "switch port counter CSV files (Zhejiang layout, .gz or plain)");
-  auto* netdev = cmd->add_option("--netdev", flags.netdev,
-                                 "Linux interfaces IF[,IF...]: poll <root>/IF/statistics/{tx,rx}_bytes "
-                                 "every --interval-ms (down to 1) for --duration-s")
-                     ->delimiter(',');
+  auto* netdev =
+      cmd->add_option("--netdev", flags.netdev,
+                      "Linux interfaces IF[,IF...]: poll <root>/IF/statistics/{tx,rx}_bytes "
+                      "every --interval-ms (down to 1) for --duration-s")
+          ->delimiter(',');
   cmd->add_option("--netdev-root", flags.netdev_root, "--netdev: the sysfs root")
       ->capture_default_str();
   pcap->excludes(counters, csv, netdev);
@@ -123,9 +125,11 @@ void AddProfileSourceOptions(CLI::App* cmd, ProfileSourceFlags& flags) {
   cmd->add_flag("--tcp-udp", flags.tcp_udp,
                 "pcap: also count TCP and UDP flows by 5-tuple (NCCL sockets, gloo) beside RoCEv2");
   cmd->add_option("--flows", flags.flows,
-                  "pcap: flow -> job table, lines '<job> <src_ip|*> <dst_ip|*> [<dest_qp>|tcp[:PORT]|udp[:PORT]|*]'");
+                  "pcap: flow -> job table, lines "
+                  "'<job> <src_ip|*> <dst_ip|*> [<dest_qp>|tcp[:PORT]|udp[:PORT]|*]'");
   cmd->add_option("--bin-us", flags.bin_us,
-                  "time bin width (default: 1000 for --pcap, 100000 for counters, the interval for --netdev)");
+                  "time bin width (default: 1000 for --pcap, 100000 for counters, the "
+                  "polling interval for --netdev)");
   cmd->add_option("--window-bins", flags.window_bins, "pcap: bins kept per flow")
       ->capture_default_str();
   cmd->add_option("--direction", flags.direction, "switch CSV: in, out or both")

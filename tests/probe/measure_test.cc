@@ -115,8 +115,9 @@ TEST(SwitchCsvSourceTest, SeriesOfEveryFileAndBadRowsAsNotes) {
   EXPECT_EQ(c->series[0].subject, "Leaf-9/Port1/in");
   EXPECT_EQ(c->series[2].subject, "L/P2/in");
   EXPECT_EQ(c->series[0].source, "switch-csv:" + a);
-  EXPECT_EQ(c->notes, std::vector<std::string>{
-                          b + ": skipped 1 bad rows (first: line 3: InOctets: 'x' is not a count)"});
+  EXPECT_EQ(c->notes,
+            std::vector<std::string>{
+                b + ": skipped 1 bad rows (first: line 3: InOctets: 'x' is not a count)"});
   SwitchCsvSource missing({dir + "/none.csv"}, SwitchCsvOptions{});
   EXPECT_EQ(missing.Collect().status().code(), absl::StatusCode::kNotFound);
   SwitchCsvSource none({}, SwitchCsvOptions{});

@@ -121,8 +121,8 @@ TEST_F(FakeNetTest, BadOptionsAndTrees) {
   o.interfaces = {"eth1"};
   auto s = NetdevSource::Create(o);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(s.status().message(), "interface 'eth1': cannot open " + root_.string() +
-                                      "/eth1/statistics/tx_bytes");
+  EXPECT_EQ(s.status().message(),
+            "interface 'eth1': cannot open " + root_.string() + "/eth1/statistics/tx_bytes");
   o = Options();
   o.interfaces = {"../eth0"};
   EXPECT_EQ(NetdevSource::Create(o).status().message(),

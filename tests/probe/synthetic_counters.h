@@ -29,8 +29,8 @@ struct RateModel {
 
 struct SamplingModel {
   double duration_s = 3600;
-  double nominal_s = 0.5;     // shortest interval between readings
-  double tail_mean_s = 0.2;   // plus an exponential delay of this mean
+  double nominal_s = 0.5;       // shortest interval between readings
+  double tail_mean_s = 0.2;     // plus an exponential delay of this mean
   double outage_every_s = 900;  // one outage this often (0: none) ...
   double outage_s = 40;         // ... this long, followed by a cumulative row
 };
