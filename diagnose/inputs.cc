@@ -6,6 +6,7 @@
 #include "nlohmann/json.hpp"
 #include "placer/candidate_routing.h"
 #include "placer/rank_json.h"
+#include "placer/traffic_profile.h"
 
 namespace phasor::diagnose {
 namespace {
@@ -75,6 +76,35 @@ absl::StatusOr<std::vector<ProfileLine>> ParseProfileLines(std::string_view text
     out.push_back(std::move(p));
   }
   if (out.empty()) return Bad(name, "no profile lines");
+  return out;
+}
+
+absl::StatusOr<std::vector<ProfileLine>> ProfileLinesFromMeasured(
+    const std::vector<probe::MeasuredProfile>& measured, const std::string& name) {
+  std::vector<ProfileLine> out;
+  std::set<std::string> seen;
+  for (const probe::MeasuredProfile& m : measured) {
+    if (!seen.insert(m.subject).second) {
+      return Bad(name, absl::StrCat("subject: '", m.subject, "' is given twice"));
+    }
+    ProfileLine p;
+    p.subject = m.subject;
+    p.source = m.source;
+    p.periodic = m.extracted.periodic;
+    if (p.periodic) {
+      p.profile.period_us = m.extracted.period_us;
+      p.profile.bin_us = m.extracted.bin_us;
+      p.profile.gbps = m.extracted.gbps;
+      p.profile.t0_epoch_us = m.extracted.t0_epoch_us;
+      if (absl::Status s = placer::ValidateProfile(p.profile); !s.ok()) {
+        return Bad(name, absl::StrCat(m.subject, ": profile.", s.message()));
+      }
+    } else {
+      p.reason = m.extracted.reason;
+    }
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) return Bad(name, "no profiles measured");
   return out;
 }
 

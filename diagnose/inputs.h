@@ -3,7 +3,9 @@
 //   - the `phasor rank` JSON of SPEC 5 (links, jobs with profiles, a
 //     candidate), candidates in server form routed on a topology;
 //   - profile lines (the JSON-lines output of `phasor profile` and
-//     phasor-probe, probe/profile_report.h) + a placement file + a topology.
+//     phasor-probe, probe/profile_report.h) + a placement file + a topology;
+//   - profiles measured in process (probe::MeasuredProfile, typed, no JSON
+//     in between) + a placement file + a topology.
 //
 // Placement file (JSON; docs/diagnose.md):
 //   {"id": "running",                                  // optional, default "placement"
@@ -28,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "placer/ranker.h"
+#include "probe/measure.h"
 
 namespace phasor::diagnose {
 
@@ -47,6 +50,12 @@ struct ProfileLine {
 // without a valid profile, or a subject given twice.
 absl::StatusOr<std::vector<ProfileLine>> ParseProfileLines(std::string_view text,
                                                            const std::string& name);
+
+// The profile lines of measured profiles. InvalidArgument, prefixed with
+// `name`, for a subject given twice or a periodic profile the placer would
+// not accept (naming the subject and field).
+absl::StatusOr<std::vector<ProfileLine>> ProfileLinesFromMeasured(
+    const std::vector<probe::MeasuredProfile>& measured, const std::string& name);
 
 struct Placement {
   std::string id = "placement";

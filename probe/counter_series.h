@@ -5,6 +5,7 @@
 #define PHASOR_PROBE_COUNTER_SERIES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,24 @@ struct CounterInterval {
   double bytes = 0;
 };
 
+// How the reads of a polled counter went (live sources only): the schedule
+// asked for a read every `interval_us`; `jitter` is how late each kept read
+// was against its scheduled time (its real time is what the intervals use).
+struct SamplingReport {
+  int64_t interval_us = 0;   // the polling interval asked for
+  uint64_t reads = 0;        // reads kept
+  uint64_t late = 0;         // reads dropped: later than max_late_us after their slot
+  double jitter_mean_us = 0;  // mean lateness of the kept reads
+  double jitter_p99_us = 0;   // 99th percentile
+  double jitter_max_us = 0;   // largest
+};
+
 // One subject's counter (a port direction, a NIC port's tx or rx).
 struct CounterSeries {
   std::string subject;                     // "Leaf-1/TwoHundredGigE1/0/1:1/out", "mlx5_0/1/tx"
   std::string source;                      // "switch-csv:<file>", "rdma-sysfs:<root>"
   std::vector<CounterInterval> intervals;  // in time order, not overlapping
+  std::optional<SamplingReport> sampling;  // set by live polling sources
 };
 
 struct ResampleOptions {
@@ -58,13 +72,23 @@ std::vector<CounterInterval> DeltasFromReadings(const std::vector<CounterReading
                                                 int width_bits, double scale, uint64_t* wraps,
                                                 uint64_t* resets);
 
-// Where counters come from: switch CSV files, RDMA sysfs snapshots or live
-// polling, or a fake in tests. Collect() may block (live polling); not
-// thread-safe.
+// What a CounterSource collected: the series, and notes for the user about
+// what was skipped ("x.csv: skipped 3 bad rows (first: ...)"), never fatal.
+struct CounterCollection {
+  std::vector<CounterSeries> series;
+  std::vector<std::string> notes;
+  uint32_t bin_us = 100000;  // the grid the source's sampling suits (its default bin)
+};
+
+// Where counters come from: switch CSV files (SwitchCsvSource), RDMA sysfs
+// snapshots or live polling (RdmaSysfsSource), Linux interface counters
+// (NetdevSource), or a fake in tests. Collect() may block (live polling);
+// not thread-safe. Errors: NotFound for a missing file or tree,
+// InvalidArgument for malformed content, naming the file and field.
 class CounterSource {
  public:
   virtual ~CounterSource() = default;
-  virtual absl::StatusOr<std::vector<CounterSeries>> Collect() = 0;
+  virtual absl::StatusOr<CounterCollection> Collect() = 0;
 };
 
 }  // namespace phasor::probe

@@ -20,7 +20,8 @@ inline uint64_t HashKey(const FlowKey& key) {
   uint64_t w[4];
   std::memcpy(w, key.src.data(), 16);
   std::memcpy(w + 2, key.dst.data(), 16);
-  uint64_t h = key.dest_qp;
+  uint64_t h = key.dest_qp ^ (uint64_t{static_cast<uint8_t>(key.transport)} << 24) ^
+               (uint64_t{key.src_port} << 32) ^ (uint64_t{key.dst_port} << 48);
   for (uint64_t v : w) h = Mix(h, v);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
@@ -42,6 +43,7 @@ void ProbeStats::Add(const ProbeStats& other) {
   for (size_t i = 0; i < by_opcode_class.size(); ++i)
     by_opcode_class[i] += other.by_opcode_class[i];
   roce_bytes += other.roce_bytes;
+  tcp_udp_bytes += other.tcp_udp_bytes;
   snapped += other.snapped;
   late += other.late;
   table_full += other.table_full;
@@ -76,29 +78,40 @@ void FlowCounter::Count(const PacketView& packet) {
   ++stats_.packets;
   const RoceInfo info = ParseRoce(packet.data, packet.captured_len, packet.wire_len);
   ++stats_.by_kind[static_cast<int>(info.kind)];
-  if (info.kind != PacketKind::kRoce) return;
-  ++stats_.by_opcode_class[static_cast<int>(ClassOf(info.opcode))];
+  if (info.kind == PacketKind::kRoce) {
+    ++stats_.by_opcode_class[static_cast<int>(ClassOf(info.opcode))];
+    if (!Add(info.key, packet.timestamp_us, info.frame_bytes)) return;
+    stats_.roce_bytes += info.frame_bytes;
+    if (info.snapped) ++stats_.snapped;
+  } else if (options_.tcp_udp && info.l4_flow) {
+    if (!Add(info.key, packet.timestamp_us, info.frame_bytes)) return;
+    stats_.tcp_udp_bytes += info.frame_bytes;
+    if (info.snapped) ++stats_.snapped;
+  }
+}
+
+bool FlowCounter::Add(const FlowKey& key, int64_t timestamp_us, uint32_t bytes) {
   if (!have_origin_) {
-    origin_us_ = FloorDiv(packet.timestamp_us, options_.bin_us) * options_.bin_us;
+    origin_us_ = FloorDiv(timestamp_us, options_.bin_us) * options_.bin_us;
     have_origin_ = true;
   }
-  const int64_t bin = FloorDiv(packet.timestamp_us - origin_us_, options_.bin_us);
+  const int64_t bin = FloorDiv(timestamp_us - origin_us_, options_.bin_us);
   const int64_t window = options_.window_bins;
   if (bin < 0 || bin <= newest_bin_ - window) {
     ++stats_.late;
-    return;
+    return false;
   }
   // Find the flow's slot (linear probing).
-  uint32_t i = static_cast<uint32_t>(HashKey(info.key)) & mask_;
-  while (slots_[i].used && !(slots_[i].key == info.key)) i = (i + 1) & mask_;
+  uint32_t i = static_cast<uint32_t>(HashKey(key)) & mask_;
+  while (slots_[i].used && !(slots_[i].key == key)) i = (i + 1) & mask_;
   Slot& slot = slots_[i];
   if (!slot.used) {
     if (flows_ == options_.max_flows) {
       ++stats_.table_full;
-      return;
+      return false;
     }
     slot.used = true;
-    slot.key = info.key;
+    slot.key = key;
     ring_index_[i] = flows_++;
   }
   uint64_t* ring = rings_.data() + static_cast<size_t>(ring_index_[i]) * options_.window_bins;
@@ -109,12 +122,11 @@ void FlowCounter::Count(const PacketView& packet) {
     slot.last_bin = bin;
   } else if (bin <= slot.last_bin - window) {
     ++stats_.late;
-    return;
+    return false;
   }
-  ring[bin % window] += info.frame_bytes;
-  stats_.roce_bytes += info.frame_bytes;
-  if (info.snapped) ++stats_.snapped;
+  ring[bin % window] += bytes;
   if (bin > newest_bin_) newest_bin_ = bin;
+  return true;
 }
 
 std::vector<FlowSeries> FlowCounter::Snapshot() const {
@@ -145,6 +157,9 @@ std::vector<FlowSeries> FlowCounter::Merge(const std::vector<std::vector<FlowSer
     bool operator()(const FlowKey& a, const FlowKey& b) const {
       if (a.src != b.src) return a.src < b.src;
       if (a.dst != b.dst) return a.dst < b.dst;
+      if (a.transport != b.transport) return a.transport < b.transport;
+      if (a.src_port != b.src_port) return a.src_port < b.src_port;
+      if (a.dst_port != b.dst_port) return a.dst_port < b.dst_port;
       return a.dest_qp < b.dest_qp;
     }
   };

@@ -1,6 +1,7 @@
 // FlowCounter: the probe's per-core packet sink. Parses every packet
 // (probe/roce_parser.h), counts packets by kind, and adds each RoCE packet's
-// frame bytes to its flow's time bin.
+// frame bytes to its flow's time bin; with `tcp_udp`, TCP and UDP packets
+// too, by 5-tuple, in the same table.
 //
 // Memory is allocated once, in Create(): a fixed-capacity open-addressing
 // flow table and, per flow, a ring of `window_bins` bins. OnBurst() never
@@ -32,6 +33,7 @@ struct FlowCounterOptions {
   uint32_t bin_us = 1000;       // width of a time bin
   uint32_t window_bins = 8192;  // bins kept per flow (the ring length)
   uint32_t max_flows = 256;     // flow table capacity
+  bool tcp_udp = false;         // also count TCP and UDP (non-RoCE) flows by 5-tuple
 };
 
 // Per-worker counters, on their own cache lines.
@@ -40,6 +42,7 @@ struct alignas(64) ProbeStats {
   std::array<uint64_t, kPacketKinds> by_kind{};  // indexed by PacketKind
   std::array<uint64_t, 7> by_opcode_class{};     // RoCE packets by OpcodeClass
   uint64_t roce_bytes = 0;                       // frame bytes of counted RoCE packets
+  uint64_t tcp_udp_bytes = 0;                    // frame bytes of counted TCP and UDP packets
   uint64_t snapped = 0;                          // RoCE packets captured shorter than their frame
   uint64_t late = 0;                             // RoCE packets older than the ring (dropped)
   uint64_t table_full = 0;  // RoCE packets of flows that found no table slot (dropped)
@@ -80,6 +83,8 @@ class FlowCounter : public PacketSink {
   };
   explicit FlowCounter(const FlowCounterOptions& options);
   void Count(const PacketView& packet);
+  // Adds a packet's bytes to its flow's bin; false when dropped (late, table full).
+  bool Add(const FlowKey& key, int64_t timestamp_us, uint32_t bytes);
 
   FlowCounterOptions options_;
   uint32_t mask_ = 0;

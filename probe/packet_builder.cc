@@ -25,7 +25,8 @@ std::vector<uint8_t> BuildFrame(const FrameSpec& spec) {
   const bool v4 = std::equal(kMapped, kMapped + 12, src.begin());
   const size_t l2 = 14 + 4 * spec.vlans.size();
   const size_t ip_hdr = v4 ? 20 : 40;
-  const size_t udp_len = 8 + 12 + spec.payload_bytes;
+  const bool tcp = spec.ip_proto == 6;
+  const size_t udp_len = tcp ? 20 + spec.payload_bytes : 8 + 12 + spec.payload_bytes;
   std::vector<uint8_t> f(l2 + ip_hdr + udp_len, 0);
   for (int i = 0; i < 6; ++i) {
     f[i] = static_cast<uint8_t>(0x02 + i);      // destination MAC
@@ -56,7 +57,14 @@ std::vector<uint8_t> BuildFrame(const FrameSpec& spec) {
     std::copy(dst.begin(), dst.end(), f.begin() + off + 24);
   }
   off += ip_hdr;
-  Put16(f, off, 49152);
+  if (tcp) {
+    Put16(f, off, spec.src_port);
+    Put16(f, off + 2, spec.udp_dst_port);
+    f[off + 12] = 0x50;  // data offset: 5 words
+    f[off + 13] = 0x18;  // PSH, ACK
+    return f;
+  }
+  Put16(f, off, spec.src_port);
   Put16(f, off + 2, spec.udp_dst_port);
   Put16(f, off + 4, static_cast<uint16_t>(udp_len));
   off += 8;

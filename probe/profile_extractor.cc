@@ -75,6 +75,40 @@ std::pair<double, double> RangeMean(const std::vector<double>& v, size_t begin, 
   return {count > 0 ? sum / count : 0.0, count};
 }
 
+// The series minus its centred moving mean over one period (valid bins
+// only; NaN stays NaN, and so does a bin whose window is mostly gaps). The
+// mean of a periodic signal over any whole period is its overall mean, so
+// the pattern passes unchanged while variation slower than the period (load
+// that drifts over minutes) is removed.
+std::vector<double> Detrend(const std::vector<double>& v, double period) {
+  const size_t n = v.size();
+  const int64_t w = std::max<int64_t>(1, std::llround(period));
+  std::vector<double> prefix(n + 1, 0.0), count(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const bool ok = !std::isnan(v[i]);
+    prefix[i + 1] = prefix[i] + (ok ? v[i] : 0.0);
+    count[i + 1] = count[i] + (ok ? 1.0 : 0.0);
+  }
+  std::vector<double> out(n, kNaN);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(v[i])) continue;
+    int64_t a = static_cast<int64_t>(i) - w / 2;
+    int64_t b = a + w;  // [a, b)
+    if (a < 0) {
+      b -= a;
+      a = 0;
+    }
+    if (b > static_cast<int64_t>(n)) {
+      a = std::max<int64_t>(0, a - (b - static_cast<int64_t>(n)));
+      b = static_cast<int64_t>(n);
+    }
+    const double c = count[b] - count[a];
+    if (c < 0.5 * static_cast<double>(b - a)) continue;
+    out[i] = v[i] - (prefix[b] - prefix[a]) / c;
+  }
+  return out;
+}
+
 // Sub-bin peak position by a parabola through three points.
 double ParabolicPeak(const std::vector<double>& r, size_t i) {
   if (i == 0 || i + 1 >= r.size() || std::isnan(r[i - 1]) || std::isnan(r[i + 1])) return i;
@@ -83,6 +117,49 @@ double ParabolicPeak(const std::vector<double>& r, size_t i) {
   if (den >= 0) return i;
   const double d = 0.5 * (a - c) / den;
   return static_cast<double>(i) + std::clamp(d, -0.5, 0.5);
+}
+
+// The share of the (detrended) variance a fold at `period` with `bins`
+// phase bins explains, chance-corrected and averaged over chunks of `cycles`
+// periods (valid-weighted), and its standard deviation under white noise:
+// a chunk's R^2 then follows Beta((B-1)/2, (m-B)/2).
+struct Explained {
+  double share = 0;
+  double noise_sd = 0;
+  double weight = 0;  // valid bins in chunks long enough to count
+};
+Explained ExplainedShare(const std::vector<double>& v, double period, int bins, double cycles) {
+  const std::vector<double> d = Detrend(v, period);
+  double weighted = 0, weight = 0, noise_var = 0;
+  for (const auto& [begin, end] : Chunks(v.size(), period, cycles)) {
+    const auto [chunk_mean, m] = RangeMean(d, begin, end);
+    if (m <= bins + 1) continue;
+    double chunk_ss = 0;
+    for (size_t i = begin; i < end; ++i) {
+      if (!std::isnan(d[i])) chunk_ss += (d[i] - chunk_mean) * (d[i] - chunk_mean);
+    }
+    const double chance = (bins - 1.0) / (m - 1.0);
+    double c = 0;
+    if (chunk_ss > 0) {
+      const double r2 =
+          BetweenVariance(FoldSeries(d, begin, end, period, 0.0, bins, 1.0), chunk_mean) / chunk_ss;
+      c = (r2 - chance) / (1 - chance);
+    }
+    const double beta_a = (bins - 1) / 2.0, beta_b = (m - bins) / 2.0;
+    const double sd = std::sqrt(beta_a * beta_b /
+                                ((beta_a + beta_b) * (beta_a + beta_b) * (beta_a + beta_b + 1))) /
+                      (1 - chance);
+    weighted += m * c;
+    noise_var += m * m * sd * sd;
+    weight += m;
+  }
+  Explained e;
+  e.weight = weight;
+  if (weight > 0) {
+    e.share = std::clamp(weighted / weight, 0.0, 1.0);
+    e.noise_sd = std::sqrt(noise_var) / weight;
+  }
+  return e;
 }
 
 }  // namespace
@@ -211,20 +288,56 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
     out.reason = "no periodic pattern: no autocorrelation peak";
     return out;
   }
-  // The highest peak, or the smallest submultiple of it that is a peak
-  // nearly as high (the true period when the highest peak is a multiple).
+  // The fundamental: the shortest peak that is a real periodicity, not the
+  // highest one (which may be a multiple of it, or a super-period such as
+  // periodic evaluation that overlays it). A shorter peak t qualifies when
+  //  - it stands out: r(t) >= harmonic_ratio * r(highest), r(t) >= 0.05, and
+  //    r(t) is 4 standard deviations above what the series' own short-range
+  //    correlation gives by chance (Bartlett's formula);
+  //  - it repeats: near 2t and 3t (those within the lag range) the
+  //    autocorrelation peaks within a factor of two of r(t). A peak that is
+  //    only the distance between two bursts of one iteration has no echo at
+  //    2t; a lag whose multiples correlate much better is a fraction of
+  //    another period, not a period.
   size_t peak = peaks.front();
   for (size_t t : peaks) {
     if (r[t] == best) peak = t;
   }
-  const double highest = static_cast<double>(peak);
+  double short_range = 1;
+  for (size_t j = 1; j < start && j < r.size(); ++j) {
+    if (!std::isnan(r[j])) short_range += 2 * r[j] * r[j];
+  }
+  const double chance_sd = std::sqrt(short_range / static_cast<double>(valid));
+  const double floor = std::max({options.harmonic_ratio * best, 0.05, 4 * chance_sd});
   for (size_t t : peaks) {
     if (t >= peak) break;
-    const double k = std::round(highest / t);
-    if (r[t] >= options.harmonic_ratio * best &&
-        std::abs(k * t - highest) <= std::max(1.5, 0.03 * highest)) {
-      peak = t;
-      break;
+    if (r[t] < floor) continue;
+    bool repeats = true;
+    for (size_t k = 2; k <= 3 && k * t + 2 <= lag_hi; ++k) {
+      const double center = static_cast<double>(k * t);
+      const double half = std::max(1.5, 0.02 * center);
+      double top = -1;
+      for (size_t u = static_cast<size_t>(std::max(1.0, std::floor(center - half)));
+           u <= static_cast<size_t>(std::ceil(center + half)) && u < r.size(); ++u) {
+        if (!std::isnan(r[u])) top = std::max(top, r[u]);
+      }
+      if (top < 0.5 * r[t] || top > 2 * r[t]) repeats = false;
+    }
+    // And it explains the pattern: folded at t the series keeps at least
+    // half of what folding at the highest peak explains (a sampling
+    // artefact, such as counters refreshed every other reading, does not).
+    if (repeats) {
+      const double tp = ParabolicPeak(r, t), pp = ParabolicPeak(r, peak);
+      const double at_t = ExplainedShare(v, tp, std::max(2, static_cast<int>(std::ceil(tp))),
+                                         options.fold_cycles)
+                              .share;
+      const double at_p = ExplainedShare(v, pp, std::max(2, static_cast<int>(std::ceil(pp))),
+                                         options.fold_cycles)
+                              .share;
+      if (at_t >= 0.5 * at_p) {
+        peak = t;
+        break;
+      }
     }
   }
   out.acf_peak = r[peak];
@@ -283,35 +396,13 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
   // search over many periods picks the best of many draws, hence a bar of 5
   // standard deviations of the (valid-weighted) mean.
   const auto chunks = Chunks(n, period, options.fold_cycles);
-  double weighted = 0, weight = 0, noise_var = 0;
-  for (const auto& [begin, end] : chunks) {
-    const auto [chunk_mean, m] = RangeMean(v, begin, end);
-    if (m <= bins + 1) continue;
-    double chunk_ss = 0;
-    for (size_t i = begin; i < end; ++i) {
-      if (!std::isnan(v[i])) chunk_ss += (v[i] - chunk_mean) * (v[i] - chunk_mean);
-    }
-    const double chance = (bins - 1.0) / (m - 1.0);
-    double c = 0;
-    if (chunk_ss > 0) {
-      const double r2 =
-          BetweenVariance(FoldSeries(v, begin, end, period, 0.0, bins, 1.0), chunk_mean) / chunk_ss;
-      c = (r2 - chance) / (1 - chance);
-    }
-    const double beta_a = (bins - 1) / 2.0, beta_b = (m - bins) / 2.0;
-    const double sd = std::sqrt(beta_a * beta_b /
-                                ((beta_a + beta_b) * (beta_a + beta_b) * (beta_a + beta_b + 1))) /
-                      (1 - chance);
-    weighted += m * c;
-    noise_var += m * m * sd * sd;
-    weight += m;
-  }
-  if (weight == 0) {
+  const Explained explained = ExplainedShare(v, period, bins, options.fold_cycles);
+  if (explained.weight == 0) {
     out.reason = "no periodic pattern: too few valid bins per period";
     return out;
   }
-  out.confidence = std::clamp(weighted / weight, 0.0, 1.0);
-  const double noise_sd = std::sqrt(noise_var) / weight;
+  out.confidence = explained.share;
+  const double noise_sd = explained.noise_sd;
   if (out.confidence < std::max(options.min_confidence, 5 * noise_sd)) {
     out.reason = absl::StrCat("no periodic pattern: best candidate period ", out.period_us,
                               " us explains too little (confidence ", out.confidence, ")");

@@ -7,17 +7,24 @@
 //  2. Autocorrelation by FFT (KISS FFT, double precision), gap-aware: missing
 //     bins (NaN) are left out and every lag is normalised by the number of
 //     valid pairs it has.
-//  3. Coarse period: past the first lag where the autocorrelation goes below
-//     zero, the highest local maximum, or the smallest submultiple of it that
-//     is a local maximum at least `harmonic_ratio` as high (so that multiples
-//     of the period lose to the period itself).
+//  3. Coarse period, the fundamental rather than a multiple or a
+//     super-period: the shortest autocorrelation peak (past the first lag
+//     where it goes below zero) that stands out (at least `harmonic_ratio`
+//     of the highest peak, 0.05, and 4 sigma of chance), repeats (peaks near
+//     2x and 3x it within a factor of two of its own) and explains the
+//     pattern (a fold at it explains at least half of what a fold at the
+//     highest peak does); else the highest peak. docs/probe.md explains each
+//     test.
 //  4. Refinement below one bin: the autocorrelation peaks near k times the
 //     period (k = 2, 4, 8, ... while they stay at least half as high) each
 //     narrow the period down to about 1/k bin; then epoch folding (the
 //     period that maximises the variance between phase bins of the folded
 //     series) on a fine grid within the remaining uncertainty.
 //  5. Confidence: the share of the variance the folded mean profile
-//     explains, corrected for chance (white noise scores about 0), in [0, 1].
+//     explains, corrected for chance (white noise scores about 0), in [0, 1],
+//     after removing variation slower than one period (the series minus its
+//     moving mean over one period). Calibrated: a pattern carrying a share s
+//     of the variance scores s (docs/probe.md says what 0.5 and 0.9 mean).
 //     Folds are taken over chunks of `fold_cycles` periods and averaged, so
 //     that a slow phase drift over a long series does not erase the pattern.
 //     Below `min_confidence`, or below 5 standard deviations of what white
@@ -54,7 +61,8 @@ struct ExtractorOptions {
   uint32_t max_period_us = 0;     // 0: no limit beyond min_cycles
   double idle_gbps = 0.001;       // mean rate below which a series is idle
   double max_gap_fraction = 0.5;  // more missing bins than this: no answer
-  double harmonic_ratio = 0.85;   // see step 3
+  double harmonic_ratio = 0.1;    // a shorter peak this share of the highest may be the period
+                                  // (step 3)
   double fold_cycles = 32;        // periods per fold chunk (steps 4b-6)
 };
 

@@ -39,7 +39,19 @@ absl::StatusOr<FlowJobTable> FlowJobTable::Parse(const std::string& text, const 
       }
       (i == 1 ? rule.src : rule.dst) = ip;
     }
-    if (f.size() == 4 && f[3] != "*") {
+    if (f.size() == 4 && (f[3].starts_with("tcp") || f[3].starts_with("udp"))) {
+      const std::string t = f[3].substr(0, 3);
+      rule.transport = t == "tcp" ? Transport::kTcp : Transport::kUdp;
+      if (f[3].size() > 3) {
+        uint32_t port = 0;
+        if (f[3][3] != ':' || !absl::SimpleAtoi(f[3].substr(4), &port) || port == 0 ||
+            port > 65535) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "transport: '", f[3], "' is not ", t, " or ", t, ":<port 1-65535>"));
+        }
+        rule.port = static_cast<uint16_t>(port);
+      }
+    } else if (f.size() == 4 && f[3] != "*") {
       uint32_t qp = 0;
       const bool hex = f[3].starts_with("0x") || f[3].starts_with("0X");
       const bool ok = hex ? absl::SimpleHexAtoi(f[3].substr(2), &qp) : absl::SimpleAtoi(f[3], &qp);
@@ -50,6 +62,67 @@ absl::StatusOr<FlowJobTable> FlowJobTable::Parse(const std::string& text, const 
       rule.qp = qp;
     }
     table.rules_.push_back(std::move(rule));
+  }
+  return table;
+}
+
+absl::StatusOr<ServerAddresses> ServerAddresses::Parse(const std::string& text,
+                                                      const std::string& name) {
+  ServerAddresses out;
+  std::istringstream in(text);
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string server;
+    if (!(fields >> server)) continue;
+    const std::string where = absl::StrCat("servers '", name, "' line ", line_no, ": ");
+    if (out.ips.contains(server)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "server '", server, "' is given twice"));
+    }
+    auto& ips = out.ips[server];
+    for (std::string word; fields >> word;) {
+      std::array<uint8_t, 16> ip;
+      if (!ParseIp(word, &ip)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "ip: '", word, "' is not an IP address"));
+      }
+      ips.push_back(ip);
+    }
+    if (ips.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "want '<server> <ip> [<ip>...]', server '", server, "' has no ip"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<FlowJobTable> FlowJobTable::FromPlacement(
+    const std::map<std::string, std::vector<std::string>>& job_servers,
+    const ServerAddresses& addresses) {
+  FlowJobTable table;
+  for (const auto& [job, servers] : job_servers) {
+    for (const std::string& server : servers) {
+      if (!addresses.ips.contains(server)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job '", job, "': server '", server, "' has no address"));
+      }
+    }
+    for (const std::string& a : servers) {
+      for (const std::string& b : servers) {
+        if (a == b) continue;
+        for (const auto& ip_a : addresses.ips.at(a)) {
+          for (const auto& ip_b : addresses.ips.at(b)) {
+            Rule rule;
+            rule.job = job;
+            rule.src = ip_a;
+            rule.dst = ip_b;
+            table.rules_.push_back(std::move(rule));
+          }
+        }
+      }
+    }
   }
   return table;
 }
@@ -74,7 +147,9 @@ std::string FlowJobTable::JobOf(const FlowKey& key) const {
   for (const Rule& r : rules_) {
     if (r.src && *r.src != key.src) continue;
     if (r.dst && *r.dst != key.dst) continue;
-    if (r.qp && *r.qp != key.dest_qp) continue;
+    if (r.qp && (key.transport != Transport::kRoce || *r.qp != key.dest_qp)) continue;
+    if (r.transport && *r.transport != key.transport) continue;
+    if (r.port && *r.port != key.src_port && *r.port != key.dst_port) continue;
     return r.job;
   }
   return "";
@@ -126,6 +201,20 @@ nlohmann::json ProfileJson(const std::string& subject, const std::string& source
   return j;
 }
 
+nlohmann::json ProfileJson(const MeasuredProfile& m) {
+  nlohmann::json j = ProfileJson(m.subject, m.source, m.extracted);
+  if (m.sampling) {
+    auto round1 = [](double x) { return std::round(x * 10) / 10; };
+    j["sampling"] = {{"interval_us", m.sampling->interval_us},
+                     {"reads", m.sampling->reads},
+                     {"late", m.sampling->late},
+                     {"jitter_mean_us", round1(m.sampling->jitter_mean_us)},
+                     {"jitter_p99_us", round1(m.sampling->jitter_p99_us)},
+                     {"jitter_max_us", round1(m.sampling->jitter_max_us)}};
+  }
+  return j;
+}
+
 nlohmann::json StatsJson(const ProbeStats& stats, const CaptureStats& capture, bool final) {
   nlohmann::json kinds = nlohmann::json::object();
   for (int k = 0; k < kPacketKinds; ++k) {
@@ -141,6 +230,7 @@ nlohmann::json StatsJson(const ProbeStats& stats, const CaptureStats& capture, b
       {"pps", capture.elapsed_s > 0 ? std::round(capture.packets / capture.elapsed_s) : 0.0},
       {"dropped", capture.dropped},
       {"roce_bytes", stats.roce_bytes},
+      {"tcp_udp_bytes", stats.tcp_udp_bytes},
       {"kinds", kinds},
       {"opcode_classes", classes},
       {"snapped", stats.snapped},

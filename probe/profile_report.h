@@ -11,10 +11,14 @@
 // and when there is no pattern (no "profile"):
 //   {"subject": ..., "source": ..., "periodic": false,
 //    "reason": "no periodic pattern: ...", "confidence": 0.01, "mean_gbps": 3.1}
+// Live polled sources (--netdev) add how the reads went:
+//   "sampling": {"interval_us": 10000, "reads": 1001, "late": 0,
+//                "jitter_mean_us": 61.2, "jitter_p99_us": 410, "jitter_max_us": 1203}
 #ifndef PHASOR_PROBE_PROFILE_REPORT_H_
 #define PHASOR_PROBE_PROFILE_REPORT_H_
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,17 +27,38 @@
 #include "nlohmann/json.hpp"
 #include "probe/capture_source.h"
 #include "probe/flow_counter.h"
+#include "probe/measure.h"
 #include "probe/profile_extractor.h"
 #include "probe/roce_parser.h"
 
 namespace phasor::probe {
 
 // Maps flows to jobs. Text format, one rule per line, first match wins:
-//   <job> <src_ip|*> <dst_ip|*> [<dest_qp>|*]      # comment
-// (dest_qp decimal or 0x hex). Later, phasord's placements (server IP pairs)
-// fill the same table. Immutable after Parse: thread-safe lookups.
+//   <job> <src_ip|*> <dst_ip|*> [<dest_qp>|tcp[:<port>]|udp[:<port>]|*]   # comment
+// (dest_qp decimal or 0x hex, matching RoCE flows only; tcp/udp match that
+// transport's flows, with a port matching either end; * or nothing: any
+// flow between the addresses). A placement (job -> servers) with the
+// servers' addresses fills the same table (FromPlacement). Immutable after
+// Parse: thread-safe lookups.
+// Servers' IP addresses, for mapping a placement's server pairs to flows.
+// Text format, one server per line: <server> <ip> [<ip>...]   # comment
+struct ServerAddresses {
+  std::map<std::string, std::vector<std::array<uint8_t, 16>>> ips;
+  // InvalidArgument naming the line and field (a server given twice, an
+  // address that does not parse, a server without one).
+  static absl::StatusOr<ServerAddresses> Parse(const std::string& text, const std::string& name);
+};
+
 class FlowJobTable {
  public:
+  // Rules for every ordered pair of distinct servers of each job, every
+  // address of one to every address of the other, any transport; jobs in
+  // name order (a server pair two jobs share maps to the first).
+  // InvalidArgument naming the job and server when a server has no address.
+  static absl::StatusOr<FlowJobTable> FromPlacement(
+      const std::map<std::string, std::vector<std::string>>& job_servers,
+      const ServerAddresses& addresses);
+
   // InvalidArgument naming the line and field for a malformed rule.
   static absl::StatusOr<FlowJobTable> Parse(const std::string& text, const std::string& name);
   // NotFound for a missing file, else as Parse.
@@ -50,6 +75,8 @@ class FlowJobTable {
     std::string job;
     std::optional<std::array<uint8_t, 16>> src, dst;
     std::optional<uint32_t> qp;
+    std::optional<Transport> transport;
+    std::optional<uint16_t> port;
   };
   std::vector<Rule> rules_;
 };
@@ -68,6 +95,10 @@ std::vector<SubjectSeries> GroupBySubject(const std::vector<FlowSeries>& flows,
 // The JSON object of one subject (see the header comment).
 nlohmann::json ProfileJson(const std::string& subject, const std::string& source,
                            const ExtractedProfile& profile);
+
+// The JSON object of one measured subject: as above, plus "sampling" when
+// the source polled live.
+nlohmann::json ProfileJson(const MeasuredProfile& measured);
 
 // Counters of a capture as one JSON object:
 //   {"stats": {"final": true, "packets": N, "pps": R, "dropped": D, "roce_bytes": B,

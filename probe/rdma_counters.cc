@@ -190,4 +190,34 @@ std::vector<CounterSnapshot> PollCounters(const RdmaCounterReader& reader, int c
   return out;
 }
 
+absl::StatusOr<CounterCollection> RdmaSysfsSource::Collect() {
+  std::vector<CounterSnapshot> snaps;
+  if (IsSnapshotSeries(options_.path)) {
+    absl::StatusOr<std::vector<CounterSnapshot>> s = ReadSnapshotSeries(options_.path);
+    if (!s.ok()) return s.status();
+    snaps = *std::move(s);
+  } else {
+    RdmaCounterOptions o;
+    o.sysfs_root = options_.path;
+    absl::StatusOr<RdmaCounterReader> reader = RdmaCounterReader::Create(o);
+    if (!reader.ok()) return reader.status();
+    if (options_.interval_us <= 0 || options_.duration_us <= 0) {
+      return absl::InvalidArgumentError("interval_us and duration_us: must be positive");
+    }
+    const PollClock clock =
+        options_.clock.now_us && options_.clock.sleep_until_us ? options_.clock : SystemPollClock();
+    const int count = static_cast<int>(options_.duration_us / options_.interval_us) + 1;
+    snaps = PollCounters(*reader, count, options_.interval_us, clock);
+  }
+  CounterCollection out;
+  uint64_t wraps = 0, resets = 0;
+  out.series = RdmaSeries(snaps, "rdma-sysfs:" + options_.path, &wraps, &resets);
+  if (out.series.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", options_.path, "': no port_xmit_data/port_rcv_data readings"));
+  }
+  if (resets > 0) out.notes.push_back(absl::StrCat(resets, " counter resets skipped"));
+  return out;
+}
+
 }  // namespace phasor::probe

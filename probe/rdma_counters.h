@@ -88,6 +88,29 @@ PollClock SystemPollClock();
 std::vector<CounterSnapshot> PollCounters(const RdmaCounterReader& reader, int count,
                                           int64_t interval_us, const PollClock& clock);
 
+struct RdmaSourceOptions {
+  // A directory of snapshots (IsSnapshotSeries), or a live sysfs root polled
+  // every interval_us for duration_us.
+  std::string path = kDefaultSysfsRoot;
+  int64_t interval_us = 10000;    // live: polling interval
+  int64_t duration_us = 10000000;  // live: how long to poll
+  PollClock clock;                // live: empty members mean SystemPollClock()
+};
+
+// RDMA NIC port counters as a CounterSource: "<device>/<port>/tx" and
+// ".../rx" series from port_xmit_data/port_rcv_data, source
+// "rdma-sysfs:<path>". Counter resets become a note. InvalidArgument when
+// there are no port_xmit_data/port_rcv_data readings or the live timing is
+// not positive; the reader's and ReadSnapshotSeries' errors otherwise.
+class RdmaSysfsSource : public CounterSource {
+ public:
+  explicit RdmaSysfsSource(RdmaSourceOptions options) : options_(std::move(options)) {}
+  absl::StatusOr<CounterCollection> Collect() override;
+
+ private:
+  RdmaSourceOptions options_;
+};
+
 }  // namespace phasor::probe
 
 #endif  // PHASOR_PROBE_RDMA_COUNTERS_H_

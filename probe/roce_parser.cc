@@ -13,6 +13,7 @@ constexpr uint16_t kEtherIpv6 = 0x86dd;
 constexpr uint16_t kEtherVlan = 0x8100;
 constexpr uint16_t kEtherQinQ = 0x88a8;
 constexpr uint8_t kIpProtoUdp = 17;
+constexpr uint8_t kIpProtoTcp = 6;
 constexpr size_t kEthHeader = 14;
 constexpr size_t kVlanTag = 4;
 constexpr size_t kIpv4MinHeader = 20;
@@ -23,6 +24,34 @@ constexpr size_t kBth = 12;
 inline uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
 inline uint32_t Load24(const uint8_t* p) {
   return (static_cast<uint32_t>(p[0]) << 16) | (static_cast<uint32_t>(p[1]) << 8) | p[2];
+}
+
+void SetAddresses(FlowKey& key, const uint8_t* src, const uint8_t* dst, size_t addr_len) {
+  if (addr_len == 4) {
+    key.src[10] = key.src[11] = 0xff;
+    key.dst[10] = key.dst[11] = 0xff;
+    std::memcpy(key.src.data() + 12, src, 4);
+    std::memcpy(key.dst.data() + 12, dst, 4);
+  } else {
+    std::memcpy(key.src.data(), src, 16);
+    std::memcpy(key.dst.data(), dst, 16);
+  }
+}
+
+// The 5-tuple and length of a TCP or UDP packet whose L4 header starts at
+// `l4`; nothing when the capture ends before the ports.
+void FillL4(RoceInfo& info, const uint8_t* data, size_t len, uint32_t wire_len, size_t l2_len,
+            size_t ip_total, size_t l4, const uint8_t* src, const uint8_t* dst, size_t addr_len,
+            Transport transport) {
+  if (len < l4 + 4) return;
+  info.l4_flow = true;
+  info.key.transport = transport;
+  info.key.src_port = Load16(data + l4);
+  info.key.dst_port = Load16(data + l4 + 2);
+  SetAddresses(info.key, src, dst, addr_len);
+  const size_t claimed = l2_len + ip_total;
+  info.snapped = len < claimed;
+  info.frame_bytes = static_cast<uint32_t>(claimed > wire_len ? claimed : wire_len);
 }
 
 }  // namespace
@@ -77,6 +106,14 @@ bool ParseIp(const std::string& text, std::array<uint8_t, 16>* out) {
 }
 
 std::string FlowKeyString(const FlowKey& key) {
+  if (key.transport != Transport::kRoce) {
+    const bool v6 = IpString(key.src).find(':') != std::string::npos;
+    auto end = [&](const std::array<uint8_t, 16>& ip, uint16_t port) {
+      return (v6 ? "[" + IpString(ip) + "]" : IpString(ip)) + ":" + std::to_string(port);
+    };
+    return end(key.src, key.src_port) + ">" + end(key.dst, key.dst_port) +
+           (key.transport == Transport::kTcp ? "/tcp" : "/udp");
+  }
   char qp[16];
   std::snprintf(qp, sizeof(qp), "%06x", key.dest_qp & 0xffffffu);
   return IpString(key.src) + ">" + IpString(key.dst) + "/qp=0x" + qp;
@@ -119,6 +156,10 @@ RoceInfo ParseRoce(const uint8_t* data, size_t len, uint32_t wire_len) {
     ip_total = Load16(ip + 2);
     if (ip[9] != kIpProtoUdp) {
       info.kind = PacketKind::kNotUdp;
+      if (ip[9] == kIpProtoTcp && (Load16(ip + 6) & 0x3fff) == 0 && ip_total >= ihl + 20) {
+        FillL4(info, data, len, wire_len, l2_len, ip_total, off + ihl, ip + 12, ip + 16, 4,
+               Transport::kTcp);
+      }
       return info;
     }
     if ((Load16(ip + 6) & 0x3fff) != 0) {  // MF flag or a fragment offset
@@ -143,11 +184,15 @@ RoceInfo ParseRoce(const uint8_t* data, size_t len, uint32_t wire_len) {
       info.kind = PacketKind::kMalformed;
       return info;
     }
+    ip_total = kIpv6Header + Load16(ip + 4);
     if (ip[6] != kIpProtoUdp) {  // extension headers are not used by RoCEv2
       info.kind = PacketKind::kNotUdp;
+      if (ip[6] == kIpProtoTcp && ip_total >= kIpv6Header + 20) {
+        FillL4(info, data, len, wire_len, l2_len, ip_total, off + kIpv6Header, ip + 8, ip + 24, 16,
+               Transport::kTcp);
+      }
       return info;
     }
-    ip_total = kIpv6Header + Load16(ip + 4);
     if (ip_total < kIpv6Header + kUdpHeader) {
       info.kind = PacketKind::kMalformed;
       return info;
@@ -168,6 +213,10 @@ RoceInfo ParseRoce(const uint8_t* data, size_t len, uint32_t wire_len) {
   const uint8_t* udp = data + off;
   if (Load16(udp + 2) != kRoceV2UdpPort) {
     info.kind = PacketKind::kNotRoce;
+    if (ip_total >= ip_header_len + kUdpHeader) {
+      FillL4(info, data, len, wire_len, l2_len, ip_total, off, src, dst, addr_len,
+             Transport::kUdp);
+    }
     return info;
   }
   const size_t udp_len = Load16(udp + 4);
@@ -185,15 +234,7 @@ RoceInfo ParseRoce(const uint8_t* data, size_t len, uint32_t wire_len) {
   info.opcode = bth[0];
   info.key.dest_qp = Load24(bth + 5);
   info.psn = Load24(bth + 9);
-  if (addr_len == 4) {
-    info.key.src[10] = info.key.src[11] = 0xff;
-    info.key.dst[10] = info.key.dst[11] = 0xff;
-    std::memcpy(info.key.src.data() + 12, src, 4);
-    std::memcpy(info.key.dst.data() + 12, dst, 4);
-  } else {
-    std::memcpy(info.key.src.data(), src, 16);
-    std::memcpy(info.key.dst.data(), dst, 16);
-  }
+  SetAddresses(info.key, src, dst, addr_len);
   const size_t claimed = l2_len + ip_total;
   info.snapped = len < claimed;
   info.frame_bytes = static_cast<uint32_t>(claimed > wire_len ? claimed : wire_len);

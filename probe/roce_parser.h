@@ -50,16 +50,25 @@ enum class OpcodeClass : uint8_t {
 };
 OpcodeClass ClassOf(uint8_t opcode);
 
+// What carries a flow: RoCEv2 (keyed by queue pair) or plain TCP/UDP (keyed
+// by ports). The values are the IP protocol numbers, RoCE aside.
+enum class Transport : uint8_t { kRoce = 0, kTcp = 6, kUdp = 17 };
+
 // A flow: IP addresses as 16 bytes (IPv4 as the IPv4-mapped IPv6 address
-// ::ffff:a.b.c.d) and the 24-bit destination queue pair.
+// ::ffff:a.b.c.d) and the 24-bit destination queue pair (RoCE), or the
+// ports (TCP, UDP: the 5-tuple).
 struct FlowKey {
   std::array<uint8_t, 16> src{};
   std::array<uint8_t, 16> dst{};
-  uint32_t dest_qp = 0;
+  uint32_t dest_qp = 0;  // RoCE only
+  Transport transport = Transport::kRoce;
+  uint16_t src_port = 0;  // TCP, UDP only
+  uint16_t dst_port = 0;
   bool operator==(const FlowKey&) const = default;
 };
 
-// "10.0.0.1>10.0.0.2/qp=0x000011" (IPv6 in RFC 5952 form).
+// "10.0.0.1>10.0.0.2/qp=0x000011" (IPv6 in RFC 5952 form); TCP and UDP
+// "10.0.0.1:40000>10.0.0.2:29500/tcp", "[fd00::1]:5000>[fd00::2]:6000/udp".
 std::string FlowKeyString(const FlowKey& key);
 // An IP address in FlowKey form as text.
 std::string IpString(const std::array<uint8_t, 16>& ip);
@@ -74,6 +83,9 @@ struct RoceInfo {
   uint32_t frame_bytes = 0;  // frame length (see the header comment)
   bool snapped = false;      // the capture holds fewer bytes than the frame
   uint8_t vlan_tags = 0;
+  // A complete, unfragmented TCP or UDP (not RoCE) packet: key holds its
+  // 5-tuple and frame_bytes / snapped are set as for RoCE.
+  bool l4_flow = false;
 };
 
 // Parses one frame. `wire_len` is the frame length the capture reports

@@ -185,4 +185,19 @@ absl::StatusOr<SwitchCsvResult> ReadSwitchCsv(const std::string& path,
   return ParseSwitchCsv(text, path, options);
 }
 
+absl::StatusOr<CounterCollection> SwitchCsvSource::Collect() {
+  CounterCollection out;
+  if (paths_.empty()) return absl::InvalidArgumentError("switch CSV: no file given");
+  for (const std::string& path : paths_) {
+    absl::StatusOr<SwitchCsvResult> r = ReadSwitchCsv(path, options_);
+    if (!r.ok()) return r.status();
+    if (r->bad_rows > 0) {
+      out.notes.push_back(absl::StrCat(path, ": skipped ", r->bad_rows,
+                                       " bad rows (first: ", r->first_error, ")"));
+    }
+    for (CounterSeries& s : r->series) out.series.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace phasor::probe

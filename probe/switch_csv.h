@@ -57,6 +57,19 @@ absl::StatusOr<SwitchCsvResult> ParseSwitchCsv(absl::string_view text, const std
 absl::StatusOr<SwitchCsvResult> ReadSwitchCsv(const std::string& path,
                                               const SwitchCsvOptions& options = {});
 
+// The series of several switch CSV files as a CounterSource; a file's
+// skipped bad rows become a note. Errors are ReadSwitchCsv's.
+class SwitchCsvSource : public CounterSource {
+ public:
+  SwitchCsvSource(std::vector<std::string> paths, const SwitchCsvOptions& options)
+      : paths_(std::move(paths)), options_(options) {}
+  absl::StatusOr<CounterCollection> Collect() override;
+
+ private:
+  std::vector<std::string> paths_;
+  SwitchCsvOptions options_;
+};
+
 }  // namespace phasor::probe
 
 #endif  // PHASOR_PROBE_SWITCH_CSV_H_

@@ -71,8 +71,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-flows", opt.counter.max_flows, "flow table capacity per worker")
       ->capture_default_str();
+  app.add_flag("--tcp-udp", opt.counter.tcp_udp,
+               "also count TCP and UDP flows by 5-tuple (NCCL sockets, gloo) beside RoCEv2");
   app.add_option("--flows", flows_path,
-                 "flow -> job table: lines '<job> <src_ip|*> <dst_ip|*> [<dest_qp>|*]'");
+                 "flow -> job table: lines "
+                 "'<job> <src_ip|*> <dst_ip|*> [<dest_qp>|tcp[:PORT]|udp[:PORT]|*]'");
   app.add_option("--out", out_path, "output file for the JSON lines ('-': stdout)")
       ->capture_default_str();
   app.add_option("--report-s", opt.report_s,

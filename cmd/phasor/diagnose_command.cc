@@ -4,7 +4,7 @@
 //
 //   phasor diagnose --rank-input FILE [--candidate ID] [--topology FILE]
 //   phasor diagnose --profiles FILE --placement FILE --topology FILE
-//   phasor diagnose --pcap FILE | --counters DIR | --switch-csv FILE...
+//   phasor diagnose --pcap FILE | --counters DIR | --switch-csv FILE... | --netdev IF[,IF]
 //                   --placement FILE --topology FILE
 //   phasor diagnose --phasord ENDPOINT [--timeout-ms N] [--curve-* FILE]
 //
@@ -154,12 +154,10 @@ Loaded LoadRequest(const DiagnoseFlags& f) {
   } else {
     ProfileSourceFlags measure = f.measure;
     measure.print_stats = false;
-    std::string text;
-    for (const nlohmann::json& j : MeasureProfiles("diagnose", measure)) text += j.dump() + "\n";
-    profiles_name = !f.measure.pcap.empty()       ? f.measure.pcap
-                    : !f.measure.counters.empty() ? f.measure.counters
-                                                  : f.measure.switch_csv.front();
-    lines = ValueOrFail(diagnose::ParseProfileLines(text, profiles_name));
+    probe::Measurement measured = ValueOrFail(MeasureProfiles(measure));
+    for (const std::string& note : measured.notes) std::cerr << "phasor diagnose: " << note << "\n";
+    profiles_name = f.measure.name();
+    lines = ValueOrFail(diagnose::ProfileLinesFromMeasured(measured.profiles, profiles_name));
   }
   const diagnose::Placement placement =
       ValueOrFail(diagnose::ParsePlacement(ReadInputOrFail("diagnose", f.placement), f.placement));

@@ -10,7 +10,9 @@
 //   phasor profile --pcap FILE [--flows TABLE] [-- <EAL arguments>]
 //   phasor profile --counters DIR
 //   phasor profile --switch-csv FILE...
+//   phasor profile --netdev IF[,IF...] [--interval-ms 10 --duration-s 10]
 //   ... --publish ENDPOINT [--publish-subjects TABLE] [--publish-server-key F --publish-keys P]
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -63,19 +65,21 @@ SubjectTable ReadSubjects(const std::string& path) {
   return table;
 }
 
-// The ProfileUpdate of a periodic JSON line (probe/profile_report.h).
-v1::ProfileUpdate UpdateOf(const nlohmann::json& line, v1::ProfileUpdate::SubjectKind kind,
+// The ProfileUpdate of a periodic measured subject, with the values the
+// JSON line shows (rounded to 1e-6).
+v1::ProfileUpdate UpdateOf(const probe::MeasuredProfile& m, v1::ProfileUpdate::SubjectKind kind,
                            const std::string& id) {
-  const nlohmann::json& p = line.at("profile");
+  auto round6 = [](double x) { return std::round(x * 1e6) / 1e6; };
+  const probe::ExtractedProfile& p = m.extracted;
   v1::ProfileUpdate u;
   u.set_subject(id);
   u.set_kind(kind);
-  u.set_period_us(p.at("period_us").get<uint32_t>());
-  u.set_bin_us(p.at("bin_us").get<uint32_t>());
-  for (double g : p.at("gbps")) u.add_gbps(g);
-  if (p.contains("t0_epoch_us")) u.set_t0_epoch_us(p.at("t0_epoch_us").get<int64_t>());
-  u.set_confidence(line.value("confidence", 0.0));
-  u.set_source(line.value("source", std::string()));
+  u.set_period_us(p.period_us);
+  u.set_bin_us(p.bin_us);
+  for (double g : p.gbps) u.add_gbps(round6(g));
+  u.set_t0_epoch_us(p.t0_epoch_us);
+  u.set_confidence(round6(p.confidence));
+  u.set_source(m.source);
   return u;
 }
 
@@ -113,15 +117,15 @@ Publishing PreparePublishing(const ProfileSourceFlags& source, const PublishFlag
 
 // Sends the periodic lines whose subject the table names; says what happened
 // on stderr, and fails the command when phasord did not take them all.
-void Publish(const std::vector<nlohmann::json>& lines, Publishing& p) {
-  for (const nlohmann::json& line : lines) {
-    auto it = p.subjects.find(line.value("subject", std::string()));
+void Publish(const std::vector<probe::MeasuredProfile>& profiles, Publishing& p) {
+  for (const probe::MeasuredProfile& m : profiles) {
+    auto it = p.subjects.find(m.subject);
     if (it == p.subjects.end()) {
       p.publisher->Skip("unmapped_subject");
-    } else if (!line.value("periodic", false)) {
+    } else if (!m.extracted.periodic) {
       p.publisher->Skip("not_periodic");
     } else {
-      p.publisher->Publish(UpdateOf(line, it->second.first, it->second.second));
+      p.publisher->Publish(UpdateOf(m, it->second.first, it->second.second));
     }
   }
   std::cerr << p.publisher->SummaryJson().dump() << "\n";
@@ -139,7 +143,8 @@ void AddProfileCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure traffic profiles (period, per-phase Gbit/s, confidence) from a pcap capture\n"
-      "(through DPDK), RDMA NIC counters (sysfs), or switch port counter CSV files. Prints one\n"
+      "(through DPDK), RDMA NIC counters (sysfs), switch port counter CSV files, or Linux\n"
+      "interface counters (/sys/class/net). Prints one\n"
       "JSON object per subject and line; its \"profile\" fits `phasor rank` jobs[].profile.\n"
       "With --publish, also sends the periodic ones to phasord.");
   AddProfileSourceOptions(cmd, *flags);
@@ -173,10 +178,16 @@ void AddProfileCommand(CLI::App& app) {
     }
     std::optional<Publishing> publishing_to;
     if (publishing) publishing_to.emplace(PreparePublishing(*flags, *publish));
-    const std::vector<nlohmann::json> lines = MeasureProfiles("profile", *flags);
-    for (const nlohmann::json& j : lines) std::cout << j.dump() << "\n";
+    absl::StatusOr<probe::Measurement> measured = MeasureProfiles(*flags);
+    if (!measured.ok()) {
+      Fail(ExitCodeOf(measured.status()), std::string(measured.status().message()));
+    }
+    for (const std::string& note : measured->notes) std::cerr << "phasor profile: " << note << "\n";
+    for (const probe::MeasuredProfile& m : measured->profiles) {
+      std::cout << probe::ProfileJson(m).dump() << "\n";
+    }
     std::cout.flush();
-    if (publishing_to) Publish(lines, *publishing_to);
+    if (publishing_to) Publish(measured->profiles, *publishing_to);
   });
 }
 

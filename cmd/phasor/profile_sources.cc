@@ -1,12 +1,14 @@
 #include "cmd/phasor/profile_sources.h"
 
 #include <atomic>
+#include <cmath>
 #include <iostream>
 #include <memory>
 
 #include "cmd/phasor/commands.h"
 #include "probe/counter_series.h"
 #include "probe/dpdk_probe.h"
+#include "probe/netdev_counters.h"
 #include "probe/profile_report.h"
 #include "probe/rdma_counters.h"
 #include "probe/switch_csv.h"
@@ -18,91 +20,16 @@ namespace {
 const std::vector<std::string> kDefaultEal = {
     "--no-huge", "--no-shconf", "-m", "256", "--no-pci", "--no-telemetry", "--log-level=error"};
 
-[[noreturn]] void Fail(const std::string& command, int code, const std::string& message) {
-  FailCommand(command, code, message);
-}
+absl::Status Bad(const std::string& message) { return absl::InvalidArgumentError(message); }
 
-int CodeOf(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
-             ? kExitBadInput
-             : kExitFailure;
-}
-
-// Profiles of counter series; everything is computed before anything is
-// printed so that an error leaves no partial output.
-std::vector<nlohmann::json> CounterProfiles(const std::string& command,
-                                            const std::vector<probe::CounterSeries>& all,
-                                            const ProfileSourceFlags& f, uint32_t bin_us) {
-  std::vector<nlohmann::json> lines;
-  probe::ResampleOptions ro;
-  ro.bin_us = bin_us;
-  ro.max_interval_us = std::max<int64_t>(ro.max_interval_us, 4 * int64_t{bin_us});
-  for (const probe::CounterSeries& s : all) {
-    auto binned = probe::Resample(s.intervals, ro);
-    if (!binned.ok())
-      Fail(command, CodeOf(binned.status()),
-           s.subject + ": " + std::string(binned.status().message()));
-    auto p = probe::ExtractProfile(*binned, f.extract);
-    if (!p.ok()) Fail(command, kExitBadInput, std::string(p.status().message()));
-    lines.push_back(probe::ProfileJson(s.subject, s.source, *p));
-  }
-  return lines;
-}
-
-std::vector<nlohmann::json> FromSwitchCsv(const std::string& command, const ProfileSourceFlags& f) {
-  probe::SwitchCsvOptions o;
-  o.in = f.direction != "out";
-  o.out = f.direction != "in";
-  std::vector<probe::CounterSeries> all;
-  for (const std::string& path : f.switch_csv) {
-    auto r = probe::ReadSwitchCsv(path, o);
-    if (!r.ok()) Fail(command, CodeOf(r.status()), std::string(r.status().message()));
-    if (r->bad_rows > 0) {
-      std::cerr << "phasor " << command << ": " << path << ": skipped " << r->bad_rows
-                << " bad rows (first: " << r->first_error << ")\n";
-    }
-    for (auto& s : r->series) all.push_back(std::move(s));
-  }
-  return CounterProfiles(command, all, f, f.bin_us ? f.bin_us : 100000);
-}
-
-std::vector<nlohmann::json> FromCounters(const std::string& command, const ProfileSourceFlags& f) {
-  std::vector<probe::CounterSnapshot> snaps;
-  if (probe::IsSnapshotSeries(f.counters)) {
-    auto s = probe::ReadSnapshotSeries(f.counters);
-    if (!s.ok()) Fail(command, CodeOf(s.status()), std::string(s.status().message()));
-    snaps = std::move(*s);
-  } else {
-    probe::RdmaCounterOptions o;
-    o.sysfs_root = f.counters;
-    auto reader = probe::RdmaCounterReader::Create(o);
-    if (!reader.ok())
-      Fail(command, CodeOf(reader.status()), std::string(reader.status().message()));
-    if (!(f.interval_ms > 0) || !(f.duration_s > 0)) {
-      Fail(command, kExitBadInput, "--interval-ms and --duration-s: must be positive");
-    }
-    const int count = static_cast<int>(f.duration_s * 1000 / f.interval_ms) + 1;
-    snaps = probe::PollCounters(*reader, count, static_cast<int64_t>(f.interval_ms * 1000),
-                                probe::SystemPollClock());
-  }
-  uint64_t wraps = 0, resets = 0;
-  auto series = probe::RdmaSeries(snaps, "rdma-sysfs:" + f.counters, &wraps, &resets);
-  if (series.empty())
-    Fail(command, kExitBadInput, "'" + f.counters + "': no port_xmit_data/port_rcv_data readings");
-  if (resets > 0)
-    std::cerr << "phasor " << command << ": " << resets << " counter resets skipped\n";
-  return CounterProfiles(command, series, f, f.bin_us ? f.bin_us : 100000);
-}
-
-std::vector<nlohmann::json> FromPcap(const std::string& command, const ProfileSourceFlags& f) {
+absl::StatusOr<probe::Measurement> FromPcap(const ProfileSourceFlags& f) {
   if (f.pcap.find(',') != std::string::npos) {
-    Fail(command, kExitBadInput,
-         "--pcap: the DPDK vdev syntax cannot carry a ',' in the file name");
+    return Bad("--pcap: the DPDK vdev syntax cannot carry a ',' in the file name");
   }
   probe::FlowJobTable table;
   if (!f.flows.empty()) {
     auto t = probe::FlowJobTable::Load(f.flows);
-    if (!t.ok()) Fail(command, CodeOf(t.status()), std::string(t.status().message()));
+    if (!t.ok()) return t.status();
     table = *t;
   }
   probe::DpdkProbeOptions o;
@@ -112,7 +39,8 @@ std::vector<nlohmann::json> FromPcap(const std::string& command, const ProfileSo
   if (!has_vdev) o.eal_args.push_back("--vdev=net_pcap0,rx_pcap=" + f.pcap);
   o.counter.bin_us = f.bin_us ? f.bin_us : 1000;
   o.counter.window_bins = f.window_bins;
-  std::vector<nlohmann::json> lines;
+  o.counter.tcp_udp = f.tcp_udp;
+  probe::Measurement out;
   absl::Status extract_status;
   std::atomic<bool> never{false};
   const std::string source = "pcap:" + f.pcap;
@@ -122,19 +50,55 @@ std::vector<nlohmann::json> FromPcap(const std::string& command, const ProfileSo
           const probe::CaptureStats& capture, bool final) {
         if (!final) return;
         for (const probe::SubjectSeries& sub : probe::GroupBySubject(flows, table)) {
-          auto p = probe::ExtractProfile(sub.series, f.extract);
+          auto p = probe::MeasureBinned(sub.subject, source, sub.series, f.extract);
           if (!p.ok()) {
             extract_status = p.status();
             return;
           }
-          lines.push_back(probe::ProfileJson(sub.subject, source, *p));
+          out.profiles.push_back(*std::move(p));
         }
         if (f.print_stats) std::cerr << probe::StatsJson(stats, capture, final).dump() << "\n";
       });
-  if (!s.ok()) Fail(command, CodeOf(s), std::string(s.message()));
-  if (!extract_status.ok()) Fail(command, kExitBadInput, std::string(extract_status.message()));
-  if (lines.empty()) Fail(command, kExitBadInput, "'" + f.pcap + "': no RoCEv2 packets");
-  return lines;
+  if (!s.ok()) return s;
+  if (!extract_status.ok()) return extract_status;
+  if (out.profiles.empty()) {
+    return Bad("'" + f.pcap +
+               (f.tcp_udp ? "': no RoCEv2, TCP or UDP packets" : "': no RoCEv2 packets"));
+  }
+  return out;
+}
+
+// The counter source the flags name.
+absl::StatusOr<std::unique_ptr<probe::CounterSource>> CounterSourceOf(
+    const ProfileSourceFlags& f) {
+  if (!f.switch_csv.empty()) {
+    probe::SwitchCsvOptions o;
+    o.in = f.direction != "out";
+    o.out = f.direction != "in";
+    return std::make_unique<probe::SwitchCsvSource>(f.switch_csv, o);
+  }
+  const bool live = !f.netdev.empty() || !probe::IsSnapshotSeries(f.counters);
+  if (live && (!(f.interval_ms > 0) || !(f.duration_s > 0))) {
+    return Bad("--interval-ms and --duration-s: must be positive");
+  }
+  if (!f.netdev.empty()) {
+    probe::NetdevOptions o;
+    o.sysfs_root = f.netdev_root;
+    o.interfaces = f.netdev;
+    o.interval_us = std::llround(f.interval_ms * 1000);
+    o.duration_us = std::llround(f.duration_s * 1e6);
+    auto source = probe::NetdevSource::Create(o);
+    if (!source.ok()) {
+      return absl::Status(source.status().code(),
+                          "--netdev: " + std::string(source.status().message()));
+    }
+    return std::unique_ptr<probe::CounterSource>(*std::move(source));
+  }
+  probe::RdmaSourceOptions o;
+  o.path = f.counters;
+  o.interval_us = static_cast<int64_t>(f.interval_ms * 1000);
+  o.duration_us = static_cast<int64_t>(f.duration_s * 1e6);
+  return std::make_unique<probe::RdmaSysfsSource>(o);
 }
 
 }  // namespace
@@ -148,12 +112,24 @@ void AddProfileSourceOptions(CLI::App* cmd, ProfileSourceFlags& flags) {
       "(e.g. /sys/class/infiniband) polled every --interval-ms for --duration-s");
   auto* csv = cmd->add_option("--switch-csv", flags.switch_csv,
                               "switch port counter CSV files (Zhejiang layout, .gz or plain)");
-  pcap->excludes(counters, csv);
-  counters->excludes(csv);
+  auto* netdev =
+      cmd->add_option("--netdev", flags.netdev,
+                      "Linux interfaces IF[,IF...]: poll <root>/IF/statistics/{tx,rx}_bytes "
+                      "every --interval-ms (down to 1) for --duration-s")
+          ->delimiter(',');
+  cmd->add_option("--netdev-root", flags.netdev_root, "--netdev: the sysfs root")
+      ->capture_default_str();
+  pcap->excludes(counters, csv, netdev);
+  counters->excludes(csv, netdev);
+  csv->excludes(netdev);
+  cmd->add_flag("--tcp-udp", flags.tcp_udp,
+                "pcap: also count TCP and UDP flows by 5-tuple (NCCL sockets, gloo) beside RoCEv2");
   cmd->add_option("--flows", flags.flows,
-                  "pcap: flow -> job table, lines '<job> <src_ip|*> <dst_ip|*> [<dest_qp>|*]'");
+                  "pcap: flow -> job table, lines "
+                  "'<job> <src_ip|*> <dst_ip|*> [<dest_qp>|tcp[:PORT]|udp[:PORT]|*]'");
   cmd->add_option("--bin-us", flags.bin_us,
-                  "time bin width (default: 1000 for --pcap, 100000 for counters)");
+                  "time bin width (default: 1000 for --pcap, 100000 for counters, the "
+                  "polling interval for --netdev)");
   cmd->add_option("--window-bins", flags.window_bins, "pcap: bins kept per flow")
       ->capture_default_str();
   cmd->add_option("--direction", flags.direction, "switch CSV: in, out or both")
@@ -176,14 +152,30 @@ void AddProfileSourceOptions(CLI::App* cmd, ProfileSourceFlags& flags) {
                   "added unless they name a --vdev");
 }
 
-std::vector<nlohmann::json> MeasureProfiles(const std::string& command,
-                                            const ProfileSourceFlags& f) {
-  const int sources = !f.pcap.empty() + !f.counters.empty() + !f.switch_csv.empty();
-  if (sources != 1)
-    Fail(command, kExitBadInput, "give exactly one of --pcap, --counters, --switch-csv");
-  return !f.pcap.empty()       ? FromPcap(command, f)
-         : !f.counters.empty() ? FromCounters(command, f)
-                               : FromSwitchCsv(command, f);
+std::string ProfileSourceFlags::name() const {
+  if (!pcap.empty()) return pcap;
+  if (!counters.empty()) return counters;
+  if (!switch_csv.empty()) return switch_csv.front();
+  return netdev.empty() ? std::string() : netdev_root + "/" + netdev.front();
+}
+
+int ExitCodeOf(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
+             ? kExitBadInput
+             : kExitFailure;
+}
+
+absl::StatusOr<probe::Measurement> MeasureProfiles(const ProfileSourceFlags& f) {
+  const int sources =
+      !f.pcap.empty() + !f.counters.empty() + !f.switch_csv.empty() + !f.netdev.empty();
+  if (sources != 1) return Bad("give exactly one of --pcap, --counters, --switch-csv, --netdev");
+  if (!f.pcap.empty()) return FromPcap(f);
+  absl::StatusOr<std::unique_ptr<probe::CounterSource>> source = CounterSourceOf(f);
+  if (!source.ok()) return source.status();
+  probe::MeasureOptions o;
+  o.bin_us = f.bin_us;
+  o.extract = f.extract;
+  return probe::Measure(**source, o);
 }
 
 }  // namespace phasor::cmd

@@ -33,6 +33,38 @@ TEST(ProfileLinesTest, ParsesTheOutputOfPhasorProfile) {
   EXPECT_EQ((*lines)[2].reason, "idle");
 }
 
+TEST(ProfileLinesTest, TypedMeasuredProfilesNeedNoText) {
+  probe::MeasuredProfile a;
+  a.subject = "a";
+  a.source = "switch-csv:x.csv";
+  a.extracted.periodic = true;
+  a.extracted.period_us = 4000;
+  a.extracted.bin_us = 1000;
+  a.extracted.gbps = {80.1234567, 80, 0, 0};
+  a.extracted.t0_epoch_us = 1000;
+  probe::MeasuredProfile idle;
+  idle.subject = "idle";
+  idle.extracted.reason = "no periodic pattern: idle";
+  absl::StatusOr<std::vector<ProfileLine>> lines = ProfileLinesFromMeasured({a, idle}, "x.csv");
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[0].subject, "a");
+  EXPECT_EQ((*lines)[0].source, "switch-csv:x.csv");
+  ASSERT_TRUE((*lines)[0].periodic);
+  EXPECT_EQ((*lines)[0].profile.period_us, 4000u);
+  EXPECT_EQ((*lines)[0].profile.gbps, (std::vector<double>{80.1234567, 80, 0, 0}));
+  EXPECT_EQ((*lines)[0].profile.t0_epoch_us, 1000);
+  EXPECT_FALSE((*lines)[1].periodic);
+  EXPECT_EQ((*lines)[1].reason, "no periodic pattern: idle");
+  EXPECT_EQ(ProfileLinesFromMeasured({a, a}, "x.csv").status().message(),
+            "x.csv: subject: 'a' is given twice");
+  a.extracted.gbps = {1};
+  EXPECT_THAT(std::string(ProfileLinesFromMeasured({a}, "x.csv").status().message()),
+              StartsWith("x.csv: a: profile."));
+  EXPECT_EQ(ProfileLinesFromMeasured({}, "x.csv").status().message(),
+            "x.csv: no profiles measured");
+}
+
 struct BadLines {
   const char* text;
   const char* message;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "probe/packet_builder.h"
 
 namespace phasor::probe {
@@ -117,6 +120,49 @@ TEST(FlowCounterTest, BadOptions) {
   opt.window_bins = 1 << 20;
   opt.max_flows = 1 << 10;
   EXPECT_EQ(FlowCounter::Create(opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FlowCounterTest, TcpAndUdpFlowsBesideRoceWhenAsked) {
+  FrameSpec roce, tcp, udp;
+  tcp.ip_proto = 6;
+  tcp.src_port = 40000;
+  tcp.udp_dst_port = 29500;
+  tcp.payload_bytes = 946;  // 14 + 20 + 20 + 946 = 1000-byte frames
+  udp.udp_dst_port = 53;
+  udp.payload_bytes = 40;
+  for (bool tcp_udp : {false, true}) {
+    FlowCounterOptions opt;
+    opt.bin_us = 1000;
+    opt.window_bins = 8;
+    opt.tcp_udp = tcp_udp;
+    auto c = FlowCounter::Create(opt);
+    ASSERT_TRUE(c.ok());
+    Packets p;
+    const int64_t t = 1700000000000000;
+    p.Add(roce, t);
+    p.Add(tcp, t + 10);
+    p.Add(tcp, t + 1010);
+    p.Add(udp, t + 2000);
+    (*c)->OnBurst(p.Views());
+    const ProbeStats& s = (*c)->stats();
+    EXPECT_EQ(s.by_kind[static_cast<int>(PacketKind::kNotUdp)], 2u);  // kinds unchanged
+    EXPECT_EQ(s.roce_bytes, 1078u);
+    auto snap = (*c)->Snapshot();
+    if (!tcp_udp) {
+      EXPECT_EQ(s.tcp_udp_bytes, 0u);
+      ASSERT_EQ(snap.size(), 1u);
+      continue;
+    }
+    EXPECT_EQ(s.tcp_udp_bytes, 2000u + 14 + 20 + 8 + 12 + 40);
+    ASSERT_EQ(snap.size(), 3u);
+    std::map<std::string, std::vector<double>> by;
+    for (const FlowSeries& f : snap) by[FlowKeyString(f.key)] = f.bytes;
+    EXPECT_EQ(by.at("10.0.0.1:40000>10.0.0.2:29500/tcp"), (std::vector<double>{1000, 1000, 0}));
+    EXPECT_EQ(by.at("10.0.0.1:49152>10.0.0.2:53/udp"), (std::vector<double>{0, 0, 94}));
+    EXPECT_EQ(by.at("10.0.0.1>10.0.0.2/qp=0x000011"), (std::vector<double>{1078, 0, 0}));
+    // Merge keeps the flows apart.
+    EXPECT_EQ(FlowCounter::Merge({snap, snap}).size(), 3u);
+  }
 }
 
 }  // namespace

@@ -59,5 +59,62 @@ TEST(FlowJobTableTest, BadLinesAreNamed) {
             absl::StatusCode::kNotFound);
 }
 
+FlowKey L4(const std::string& src, const std::string& dst, Transport t, uint16_t sport,
+           uint16_t dport) {
+  FlowKey k = Key(src, dst, 0);
+  k.transport = t;
+  k.src_port = sport;
+  k.dst_port = dport;
+  return k;
+}
+
+TEST(FlowJobTableTest, TcpAndUdpRules) {
+  auto table = FlowJobTable::Parse(
+      "rdma 10.0.0.1 10.0.0.2 0x11\n"
+      "gloo 10.0.0.1 10.0.0.2 tcp:29500\n"
+      "dns * * udp:53\n"
+      "nccl 10.0.0.1 10.0.0.2 tcp\n"
+      "any 10.0.0.1 10.0.0.2\n",
+      "t");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.2", 0x11)), "rdma");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 40000, 29500)), "gloo");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 29500, 40000)), "gloo");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 40000, 40001)), "nccl");
+  EXPECT_EQ(table->JobOf(L4("10.9.0.1", "10.9.0.2", Transport::kUdp, 5353, 53)), "dns");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kUdp, 1, 2)), "any");
+  // A queue pair rule matches RoCE flows only, even when the numbers agree.
+  EXPECT_EQ(table->JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 0x11, 0x11)), "nccl");
+  EXPECT_EQ(FlowJobTable::Parse("a * * tcp:0\n", "t").status().message(),
+            "flow table 't' line 1: transport: 'tcp:0' is not tcp or tcp:<port 1-65535>");
+  EXPECT_EQ(FlowJobTable::Parse("a * * udp53\n", "t").status().message(),
+            "flow table 't' line 1: transport: 'udp53' is not udp or udp:<port 1-65535>");
+}
+
+TEST(FlowJobTableTest, FromAPlacementAndServerAddresses) {
+  auto addresses = ServerAddresses::Parse(
+      "# server  ips\n"
+      "s1 10.0.0.1\n"
+      "s2 10.0.0.2 fd00::2   # two NICs\n"
+      "s3 10.0.0.3\n",
+      "servers.txt");
+  ASSERT_TRUE(addresses.ok()) << addresses.status();
+  auto table = FlowJobTable::FromPlacement({{"a", {"s1", "s2"}}, {"b", {"s2", "s3"}}}, *addresses);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->size(), 8u);  // per job: 1 x 2 addresses each way
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.2", 0x11)), "a");
+  EXPECT_EQ(table->JobOf(Key("fd00::2", "10.0.0.1", 7)), "a");
+  EXPECT_EQ(table->JobOf(L4("10.0.0.3", "10.0.0.2", Transport::kTcp, 1, 2)), "b");
+  EXPECT_EQ(table->JobOf(Key("10.0.0.1", "10.0.0.3", 0x11)), "");
+  EXPECT_EQ(FlowJobTable::FromPlacement({{"a", {"s1", "s9"}}}, *addresses).status().message(),
+            "job 'a': server 's9' has no address");
+  EXPECT_EQ(ServerAddresses::Parse("s1 10.0.0.1\ns1 10.0.0.2\n", "f").status().message(),
+            "servers 'f' line 2: server 's1' is given twice");
+  EXPECT_EQ(ServerAddresses::Parse("s1 10.0.0.x\n", "f").status().message(),
+            "servers 'f' line 1: ip: '10.0.0.x' is not an IP address");
+  EXPECT_EQ(ServerAddresses::Parse("s1\n", "f").status().message(),
+            "servers 'f' line 1: want '<server> <ip> [<ip>...]', server 's1' has no ip");
+}
+
 }  // namespace
 }  // namespace phasor::probe

@@ -201,6 +201,33 @@ TEST_F(ProbeE2eTest, PhasorProfilePcapOutputFeedsRank) {
   EXPECT_GT(out["ranked"][0]["score"].get<double>(), 0.5);
 }
 
+TEST_F(ProbeE2eTest, PhasorProfileCountsTcpFlowsBesideRoce) {
+  const std::string pcap = (dir_ / "tcp.pcap").string();
+  ASSERT_TRUE(testing::WriteTcpJobPcap(pcap, 1200).ok());
+  const std::string flows = (dir_ / "tcp_flows.txt").string();
+  std::ofstream(flows) << "job-a 10.0.0.1 10.0.0.2 0x11\njob-t 10.0.1.1 10.0.1.2 tcp:29500\n";
+  Result r = RunCommand(std::string(PHASOR_BIN) + " profile --tcp-udp --pcap " + pcap +
+                            " --flows " + flows,
+                        dir_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_TRUE(r.by_subject.contains("job-t")) << r.out;
+  ASSERT_TRUE(r.by_subject.contains("job-a")) << r.out;
+  const auto& t = r.by_subject.at("job-t");
+  ASSERT_TRUE(t["periodic"].get<bool>()) << t.dump();
+  EXPECT_NEAR(t["profile"]["period_us"].get<double>(), 60000, 300);
+  EXPECT_NEAR(t["up_fraction"].get<double>(), 0.25, 0.03);
+  EXPECT_EQ(t["source"], "pcap:" + pcap);
+  EXPECT_NEAR(r.by_subject.at("job-a")["profile"]["period_us"].get<double>(), 50000, 250);
+  // The DNS packets are a UDP flow of their own (no rule maps them).
+  EXPECT_TRUE(r.by_subject.contains("10.0.0.1:49152>10.0.0.2:53/udp")) << r.out;
+  EXPECT_NE(r.err.find("\"tcp_udp_bytes\":"), std::string::npos) << r.err;
+  // Without --tcp-udp only the RoCE job is measured.
+  r = RunCommand(std::string(PHASOR_BIN) + " profile --pcap " + pcap + " --flows " + flows, dir_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.lines.size(), 1u) << r.out;
+  EXPECT_TRUE(r.by_subject.contains("job-a"));
+}
+
 TEST_F(ProbeE2eTest, PhasorProfileSwitchCsvOnRealCounters) {
   const Result r = RunCommand(std::string(PHASOR_BIN) +
                                   " profile --direction out --switch-csv "

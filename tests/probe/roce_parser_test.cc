@@ -143,5 +143,59 @@ TEST(RoceParserTest, IpText) {
   EXPECT_FALSE(ParseIp("10.0.0", &ip));
 }
 
+TEST(RoceParserTest, TcpAndUdpFlowsByFiveTuple) {
+  FrameSpec tcp;
+  tcp.ip_proto = 6;
+  tcp.src_port = 40000;
+  tcp.udp_dst_port = 29500;
+  tcp.payload_bytes = 1000;
+  const auto f = BuildFrame(tcp);
+  ASSERT_EQ(f.size(), 14u + 20 + 20 + 1000);
+  RoceInfo info = Parse(f);
+  EXPECT_EQ(info.kind, PacketKind::kNotUdp);  // the kinds stay RoCE-centred
+  ASSERT_TRUE(info.l4_flow);
+  EXPECT_EQ(info.key.transport, Transport::kTcp);
+  EXPECT_EQ(info.key.src_port, 40000);
+  EXPECT_EQ(info.key.dst_port, 29500);
+  EXPECT_EQ(info.frame_bytes, f.size());
+  EXPECT_FALSE(info.snapped);
+  EXPECT_EQ(FlowKeyString(info.key), "10.0.0.1:40000>10.0.0.2:29500/tcp");
+
+  FrameSpec tcp6 = tcp;
+  tcp6.src_ip = "fd00::1";
+  tcp6.dst_ip = "fd00::2";
+  tcp6.vlans = {5};
+  info = Parse(BuildFrame(tcp6));
+  ASSERT_TRUE(info.l4_flow);
+  EXPECT_EQ(FlowKeyString(info.key), "[fd00::1]:40000>[fd00::2]:29500/tcp");
+
+  FrameSpec udp;
+  udp.udp_dst_port = 53;
+  udp.src_port = 5353;
+  udp.payload_bytes = 40;
+  const auto fu = BuildFrame(udp);
+  info = Parse(fu);
+  EXPECT_EQ(info.kind, PacketKind::kNotRoce);
+  ASSERT_TRUE(info.l4_flow);
+  EXPECT_EQ(FlowKeyString(info.key), "10.0.0.1:5353>10.0.0.2:53/udp");
+  EXPECT_EQ(info.frame_bytes, fu.size());
+
+  // A mirror port's snap length keeps the real size.
+  info = ParseRoce(f.data(), 64, 64);
+  ASSERT_TRUE(info.l4_flow);
+  EXPECT_TRUE(info.snapped);
+  EXPECT_EQ(info.frame_bytes, f.size());
+  // Cut before the ports, or a fragment: not a flow.
+  EXPECT_FALSE(ParseRoce(f.data(), 14 + 20 + 3, 14 + 20 + 3).l4_flow);
+  auto frag = f;
+  frag[14 + 6] = 0x20;  // MF
+  EXPECT_FALSE(Parse(frag).l4_flow);
+  // RoCE packets are not l4 flows; their key has no ports.
+  info = Parse(BuildFrame(FrameSpec{}));
+  EXPECT_FALSE(info.l4_flow);
+  EXPECT_EQ(info.key.transport, Transport::kRoce);
+  EXPECT_EQ(info.key.src_port, 0);
+}
+
 }  // namespace
 }  // namespace phasor::probe

@@ -54,6 +54,42 @@ inline absl::Status WriteTwoJobPcap(const std::string& path, int duration_ms, in
   return (*w)->Close();
 }
 
+// A job over TCP (NCCL's socket transport, gloo) beside a RoCE job, over
+// `duration_ms` from kStartUs:
+//  job-t: 10.0.1.1:40000 -> 10.0.1.2:29500 TCP, period 60 ms, Up 25%,
+//  job-a: as in WriteTwoJobPcap (RoCE, 50 ms, Up 40%),
+// each sending 4 frames of 1078 bytes per millisecond while Up, plus one DNS
+// packet (UDP 53) per millisecond.
+inline absl::Status WriteTcpJobPcap(const std::string& path, int duration_ms) {
+  auto w = PcapWriter::Create(path);
+  if (!w.ok()) return w.status();
+  FrameSpec a;
+  FrameSpec t;
+  t.src_ip = "10.0.1.1";
+  t.dst_ip = "10.0.1.2";
+  t.ip_proto = 6;
+  t.src_port = 40000;
+  t.udp_dst_port = 29500;
+  t.payload_bytes = 1078 - 54;
+  FrameSpec dns;
+  dns.udp_dst_port = 53;
+  dns.payload_bytes = 40;
+  const auto fa = BuildFrame(a), ft = BuildFrame(t), fd = BuildFrame(dns);
+  for (int ms = 0; ms < duration_ms; ++ms) {
+    const int64_t at = kStartUs + int64_t{ms} * 1000;
+    for (int k = 0; k < 4; ++k) {
+      if (ms % 50 < 20) {
+        if (auto s = (*w)->Write(at + k * 250, fa); !s.ok()) return s;
+      }
+      if (ms % 60 < 15) {
+        if (auto s = (*w)->Write(at + k * 250 + 1, ft); !s.ok()) return s;
+      }
+    }
+    if (auto s = (*w)->Write(at + 500, fd); !s.ok()) return s;
+  }
+  return (*w)->Close();
+}
+
 }  // namespace phasor::probe::testing
 
 #endif  // PHASOR_TESTS_PROBE_SYNTHETIC_PCAP_H_
