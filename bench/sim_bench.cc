@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "sim/fluid_network.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 #include "topology/generators.h"
 #include "topology/router.h"
 #include "topology/traffic.h"

@@ -33,9 +33,13 @@
 
 #include "absl/status/statusor.h"
 #include "integrations/host_scheduler/host_scheduler.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 
 namespace phasor::sim {
+
+using models::CanonicalPlacement;
+using models::ModelCatalog;
+using models::ModelTiming;
 
 using host_scheduler::CandidateAllocation;
 using host_scheduler::HostSchedulerAdapter;

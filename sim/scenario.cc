@@ -37,22 +37,6 @@ double CommUs(double comm_bytes, double nic_gbps) { return comm_bytes * 8 / (nic
 
 }  // namespace
 
-placer::TrafficProfile JobProfile(double compute_us, double comm_bytes, double nic_gbps,
-                                  uint32_t round_up_to_us) {
-  const uint32_t compute = static_cast<uint32_t>(std::llround(compute_us));
-  const uint32_t up = std::max<uint32_t>(
-      1, static_cast<uint32_t>(std::ceil(CommUs(comm_bytes, nic_gbps) - 1e-9)));
-  uint32_t period = compute + up;
-  if (round_up_to_us > 0) period = (period + round_up_to_us - 1) / round_up_to_us * round_up_to_us;
-  placer::TrafficProfile profile;
-  profile.period_us = period;
-  profile.square = placer::SquareWave{.up_us = up,
-                                      .up_gbps = nic_gbps,
-                                      .start_us = compute % period,
-                                      .down_gbps = 0};
-  return profile;
-}
-
 absl::StatusOr<Scenario> ScenarioFromJson(const Json& doc, const ModelCatalog* models) {
   if (!doc.is_object()) return Bad("(document)", "must be a JSON object");
   Scenario scenario;

@@ -22,9 +22,17 @@
 #include "nlohmann/json.hpp"
 #include "placer/traffic_profile.h"
 #include "sim/fluid_network.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 
 namespace phasor::sim {
+
+// The model catalogue is its own module (models/); the simulator reads it
+// under these names.
+using models::CanonicalPlacement;
+using models::JobProfile;
+using models::kMeasuredNicGbps;
+using models::ModelCatalog;
+using models::ModelTiming;
 
 // How phasor's shifts are enforced (SPEC section 7).
 enum class ShiftMode {
@@ -65,11 +73,6 @@ struct Scenario {
 // ("jobs[0].nic_gbps: must be > 0").
 absl::StatusOr<Scenario> ScenarioFromJson(const nlohmann::json& doc, const ModelCatalog* models);
 
-// The square-wave profile of a job as phasor sees it: period = compute +
-// comm time at the NIC rate (rounded up to `round_up_to_us` when > 0), Up
-// at the NIC rate from compute_us on.
-placer::TrafficProfile JobProfile(double compute_us, double comm_bytes, double nic_gbps,
-                                  uint32_t round_up_to_us = 0);
 
 struct IterationSummary {
   double mean = 0, p50 = 0, p99 = 0;

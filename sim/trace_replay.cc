@@ -16,7 +16,7 @@
 #include "absl/strings/strip.h"
 #include "placer/ranker.h"
 #include "sim/host_scheduler.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 #include "topology/generators.h"
 #include "topology/router.h"
 #include "topology/topology_file.h"

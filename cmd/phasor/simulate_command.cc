@@ -8,7 +8,7 @@
 
 #include "cmd/phasor/commands.h"
 #include "nlohmann/json.hpp"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 #include "sim/scenario.h"
 #include "sim/topology_scenario.h"
 #include "sim/trace_replay.h"

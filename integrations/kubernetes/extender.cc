@@ -9,7 +9,7 @@
 #include "placer/rank_json.h"
 #include "placer/traffic_profile.h"
 #include "protocol/convert.h"
-#include "sim/scenario.h"
+#include "models/model_catalog.h"
 #include "spdlog/spdlog.h"
 #include "topology/topology_yaml.h"
 
@@ -54,9 +54,9 @@ absl::StatusOr<std::unique_ptr<Extender>> Extender::Create(ExtenderOptions optio
   if (!fabric.ok()) {
     return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
   }
-  std::optional<sim::ModelCatalog> models;
+  std::optional<models::ModelCatalog> models;
   if (!options.models_dir.empty()) {
-    absl::StatusOr<sim::ModelCatalog> m = sim::ModelCatalog::Load(options.models_dir);
+    absl::StatusOr<models::ModelCatalog> m = models::ModelCatalog::Load(options.models_dir);
     if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat("models_dir: ", m.status().message()));
     models = *std::move(m);
   }
@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Extender>> Extender::Create(ExtenderOptions optio
 }
 
 Extender::Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, topology::Topology fabric,
-                   std::optional<sim::ModelCatalog> models)
+                   std::optional<models::ModelCatalog> models)
     : options_(std::move(options)),
       bind_(std::move(bind)),
       clock_(std::move(clock)),
@@ -178,10 +178,10 @@ absl::StatusOr<std::optional<placer::TrafficProfile>> Extender::ProfileOf(const 
           absl::StrCat("metadata.annotations[", options_.gpus_annotation, "]: GPUs per pod must be in 1..9"));
     }
     const std::string placement(job.pods, static_cast<char>('0' + gpus));
-    absl::StatusOr<sim::ModelTiming> timing = models_->Lookup(it->second, placement);
+    absl::StatusOr<models::ModelTiming> timing = models_->Lookup(it->second, placement);
     if (!timing.ok()) return absl::InvalidArgumentError(absl::StrCat(field, ": ", timing.status().message()));
     return std::optional<placer::TrafficProfile>(
-        sim::JobProfile(timing->compute_us, timing->comm_bytes, sim::kMeasuredNicGbps));
+        models::JobProfile(timing->compute_us, timing->comm_bytes, models::kMeasuredNicGbps));
   }
   return std::optional<placer::TrafficProfile>();
 }

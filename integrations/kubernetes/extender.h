@@ -51,7 +51,7 @@
 #include "integrations/kubernetes/extender_types.h"
 #include "integrations/kubernetes/pod_group.h"
 #include "placer/ranker.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 #include "topology/topology.h"
 
 namespace phasor::kubernetes {
@@ -80,7 +80,7 @@ struct ExtenderOptions {
   // The job's traffic profile: an inline JSON profile (SPEC section 2, e.g.
   // {"period_us": 200000, "square": {"up_us": 60000, "up_gbps": 80}}) ...
   std::string profile_annotation = "phasor.io/profile";
-  // ... or a model of the catalogue (sim/model_catalog.h, e.g. "bert") ...
+  // ... or a model of the catalogue (models/model_catalog.h, e.g. "bert") ...
   std::string model_annotation = "phasor.io/model";
   // ... whose timing is looked up for this many GPUs per pod (default: the
   // pod's nvidia.com/gpu, else the server's GPUs in the fabric).
@@ -169,7 +169,7 @@ class Extender {
   };
 
   Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, topology::Topology fabric,
-           std::optional<sim::ModelCatalog> models);
+           std::optional<models::ModelCatalog> models);
 
   std::vector<Offered> OfferedNodes(const ExtenderArgs& args) const;
   // The job's plan, planning it now if needed; nullptr for a neutral answer.
@@ -191,7 +191,7 @@ class Extender {
   BindFunction bind_;
   ClockMs clock_;
   topology::Topology fabric_;
-  std::optional<sim::ModelCatalog> models_;
+  std::optional<models::ModelCatalog> models_;
   std::map<std::string, size_t> server_order_;       // server -> index in fabric order
   std::map<std::string, std::string> server_leaf_;   // server -> its first switch
 

@@ -81,7 +81,7 @@ absl::StatusOr<ProfileResolver> ProfileResolver::Create(const ProfileResolverOpt
   r.options_ = options;
   if (options.model_gpus_per_node == 0) return absl::InvalidArgumentError("model_gpus_per_node: must be at least 1");
   if (!options.model_catalog_dir.empty()) {
-    absl::StatusOr<sim::ModelCatalog> catalog = sim::ModelCatalog::Load(options.model_catalog_dir);
+    absl::StatusOr<models::ModelCatalog> catalog = models::ModelCatalog::Load(options.model_catalog_dir);
     if (!catalog.ok()) {
       return absl::Status(catalog.status().code(), absl::StrCat("model_catalog_dir: ", catalog.status().message()));
     }
@@ -114,14 +114,14 @@ absl::StatusOr<placer::TrafficProfile> ProfileResolver::Resolve(const JobSpec& s
   if (!spec.model.empty()) {
     if (!catalog_) return absl::FailedPreconditionError("model=: no model catalogue is configured");
     const std::string placement(nodes, static_cast<char>('0' + std::min<uint32_t>(options_.model_gpus_per_node, 9)));
-    absl::StatusOr<sim::ModelTiming> t = catalog_->Lookup(spec.model, placement);
+    absl::StatusOr<models::ModelTiming> t = catalog_->Lookup(spec.model, placement);
     if (!t.ok()) return absl::NotFoundError(absl::StrCat("model=", spec.model, ": ", t.status().message()));
     // Compute, then the all-reduce at the measured NIC rate (sim/model_catalog.h).
     placer::TrafficProfile p;
     const uint32_t compute = static_cast<uint32_t>(std::lround(t->compute_us));
     const uint32_t sync = std::max<uint32_t>(1, static_cast<uint32_t>(std::lround(t->sync_us)));
     p.period_us = compute + sync;
-    p.square = placer::SquareWave{sync, nodes > 1 ? sim::kMeasuredNicGbps : 0.0, compute, 0.0};
+    p.square = placer::SquareWave{sync, nodes > 1 ? models::kMeasuredNicGbps : 0.0, compute, 0.0};
     return p;
   }
   return DefaultProfile();

@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "placer/traffic_profile.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 
 namespace phasor::slurm {
 
@@ -71,7 +71,7 @@ class ProfileResolver {
 
  private:
   ProfileResolverOptions options_;
-  std::optional<sim::ModelCatalog> catalog_;
+  std::optional<models::ModelCatalog> catalog_;
 };
 
 }  // namespace phasor::slurm

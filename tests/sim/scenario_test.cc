@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 
 namespace phasor::sim {
 namespace {

@@ -22,8 +22,8 @@
 // traffic in the simulator (NVLink/PCIe), whatever its sync_time.
 //
 // Immutable after Load; thread-safe.
-#ifndef PHASOR_SIM_MODEL_CATALOG_H_
-#define PHASOR_SIM_MODEL_CATALOG_H_
+#ifndef PHASOR_MODELS_MODEL_CATALOG_H_
+#define PHASOR_MODELS_MODEL_CATALOG_H_
 
 #include <cstdint>
 #include <map>
@@ -32,8 +32,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "placer/traffic_profile.h"
 
-namespace phasor::sim {
+namespace phasor::models {
 
 // The NIC rate of the measurement cluster (g4dn.12xlarge).
 inline constexpr double kMeasuredNicGbps = 50;
@@ -81,6 +82,12 @@ class ModelCatalog {
 // "1414" -> "1144": the canonical form of a placement (digits sorted).
 std::string CanonicalPlacement(const std::string& placement);
 
-}  // namespace phasor::sim
+// The square-wave profile of a job as phasor sees it: period = compute +
+// comm time at the NIC rate (rounded up to `round_up_to_us` when > 0), Up
+// at the NIC rate from compute_us on.
+placer::TrafficProfile JobProfile(double compute_us, double comm_bytes, double nic_gbps,
+                                  uint32_t round_up_to_us = 0);
 
-#endif  // PHASOR_SIM_MODEL_CATALOG_H_
+}  // namespace phasor::models
+
+#endif  // PHASOR_MODELS_MODEL_CATALOG_H_

@@ -1,4 +1,4 @@
-#include "sim/model_catalog.h"
+#include "models/model_catalog.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace phasor::sim {
+namespace phasor::models {
 namespace {
 
 std::vector<std::string> SplitCsv(absl::string_view line) {
@@ -179,4 +179,17 @@ absl::StatusOr<double> ModelCatalog::GradientBytes(const std::string& model) con
   return it->second;
 }
 
-}  // namespace phasor::sim
+placer::TrafficProfile JobProfile(double compute_us, double comm_bytes, double nic_gbps,
+                                  uint32_t round_up_to_us) {
+  const uint32_t compute = static_cast<uint32_t>(std::llround(compute_us));
+  const double comm_us = comm_bytes * 8 / (nic_gbps * 1e3);
+  const uint32_t up = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(comm_us - 1e-9)));
+  uint32_t period = compute + up;
+  if (round_up_to_us > 0) period = (period + round_up_to_us - 1) / round_up_to_us * round_up_to_us;
+  placer::TrafficProfile profile;
+  profile.period_us = period;
+  profile.square = placer::SquareWave{.up_us = up, .up_gbps = nic_gbps, .start_us = compute % period, .down_gbps = 0};
+  return profile;
+}
+
+}  // namespace phasor::models
