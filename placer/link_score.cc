@@ -77,9 +77,11 @@ absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& 
     uint64_t n = 1;
     bool fits = true;
     for (const LinkDemand& d : demands) {
+      // b >= 1 (QuantizedPeriodUs is at least one quantum); n <= max_bins and
+      // b < 2^32 before the lcm, and the lcm is checked for overflow.
       const uint64_t b = QuantizedPeriodUs(d.profile->period_us, quantum) / quantum;
-      n = std::lcm(n, b);
-      if (n > options.max_bins) {
+      const uint64_t lcm_factor = b / std::gcd(n, b);
+      if (__builtin_mul_overflow(n, lcm_factor, &n) || n > options.max_bins) {
         fits = false;
         break;
       }
