@@ -462,7 +462,6 @@ Ranking Rank(const RankRequest& request) { return *RankUntil(request, nullptr); 
 
 absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits& limits,
                                    const std::function<absl::Time()>& now) {
-  if (absl::Status s = ValidateRankRequest(request); !s.ok()) return s;
   if (absl::Status s = CheckRankLimits(request, limits); !s.ok()) return s;
   const uint64_t ms = std::min<uint64_t>(limits.deadline_ms, uint64_t{1} << 40);
   const absl::Time deadline = now() + absl::Milliseconds(static_cast<int64_t>(ms));

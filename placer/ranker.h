@@ -75,8 +75,10 @@ struct RankLimits {
   // Candidates of one request.
   uint64_t max_candidates = 10'000;
   // The largest budget in bin evaluations the options may give any solver
-  // (options.exact_max_evaluations, .solver heuristic, .joint evaluations).
-  uint64_t max_evaluations = 1'000'000'000;
+  // (options.exact_max_evaluations, .solver heuristic, .joint evaluations):
+  // 5x the largest default. It also bounds the exact search's pair tables,
+  // whose size its planned cost counts.
+  uint64_t max_evaluations = 100'000'000;
   // Wall-clock time of one request in milliseconds (> 0); checked between
   // link solves and between the joint solver's moves.
   uint64_t deadline_ms = 10'000;
@@ -138,11 +140,12 @@ absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limit
 // callers: tests, the simulator).
 Ranking Rank(const RankRequest& request);
 
-// The whole path for a request from outside: ValidateRankRequest
-// (InvalidArgument), CheckRankLimits (ResourceExhausted), then Rank within
-// limits.deadline_ms of `now()` at the start (ResourceExhausted naming
-// deadline_ms when it passes; the work stops at the next check). `now` is the
-// clock (injected for tests).
+// The path for a request from outside, once ValidateRankRequest accepted it
+// (and a router added its links; routed shares may exceed 1):
+// CheckRankLimits (ResourceExhausted), then Rank within limits.deadline_ms
+// of `now()` at the start (ResourceExhausted naming deadline_ms when it
+// passes; the work stops at the next check). `now` is the clock (injected
+// for tests).
 absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits& limits,
                                    const std::function<absl::Time()>& now = absl::Now);
 

@@ -14,8 +14,9 @@
 
 namespace phasor::placer::fuzz {
 
-// Keeps one fuzz input's work small (the budgets a request may ask for are
-// legal but slow under ASan), then ranks within tight limits.
+// Validates (as ParseRankRequest does, and phasord after FromProto), keeps
+// one input's work small (the budgets a request may ask for are legal but
+// slow under ASan), then ranks within tight limits and checks the answer.
 inline void RankAndCheck(RankRequest& request) {
   RankOptions& o = request.options;
   o.circle.max_bins = std::min<uint64_t>(o.circle.max_bins, 4096);
@@ -25,6 +26,10 @@ inline void RankAndCheck(RankRequest& request) {
   o.joint.max_evaluations = std::min<uint64_t>(o.joint.max_evaluations, 200'000);
   o.joint.full_scan_evaluations = std::min<uint64_t>(o.joint.full_scan_evaluations, 50'000);
   o.joint.max_spanning_trees = std::min<uint32_t>(o.joint.max_spanning_trees, 16);
+  if (absl::Status s = ValidateRankRequest(request); !s.ok()) {
+    if (s.code() != absl::StatusCode::kInvalidArgument) std::abort();
+    return;
+  }
   RankLimits limits;
   limits.max_candidates = 64;
   limits.max_jobs_x_links = 4096;
