@@ -67,7 +67,7 @@ while IFS=$'\t' read -r name program args; do
     if ((rc != 0)); then
       crashes=$((crashes + 1))
       cp "$log" "$dir/crash-$crashes.log"
-      echo "fuzz.sh: $name crashed (exit $rc): $(grep -m1 -E 'ERROR|runtime error|deadly signal' "$log" || true)"
+      echo "fuzz.sh: $name crashed (exit $rc): $(grep -m1 -E '^==[0-9]+== ?ERROR|runtime error|^SUMMARY' "$log" || true)"
       echo "         input: $(grep -o "Test unit written to .*" "$log" | tail -1 | sed 's/Test unit written to //')"
     else
       break

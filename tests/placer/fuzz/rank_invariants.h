@@ -47,8 +47,16 @@ inline void RankAndCheck(RankRequest& request) {
   if (ranking->ranked.size() + ranking->rejected.size() != request.candidates.size()) std::abort();
   for (const RankedCandidate& c : ranking->ranked) {
     if (!std::isfinite(c.score) || !std::isfinite(c.min_link_score) || c.score > 1 + 1e-9) std::abort();
+    // A shift lives on its job's period rounded to a link's quantum (T',
+    // which may exceed T), or on T when the job crosses no contended link.
     for (const auto& [job, shift] : c.shifts_us) {
-      if (shift >= period.at(job)) std::abort();
+      uint32_t bound = period.at(job);
+      for (const LinkResult& l : c.links) {
+        if (std::find(l.jobs.begin(), l.jobs.end(), job) != l.jobs.end()) {
+          bound = std::max(bound, QuantizedPeriodUs(period.at(job), l.quantum_us));
+        }
+      }
+      if (shift >= bound) std::abort();
     }
     for (const LinkResult& l : c.links) {
       if (!std::isfinite(l.score) || l.quantum_us == 0 || l.circle_bins == 0) std::abort();
