@@ -61,12 +61,16 @@ function(phasor_fuzzer name)
       list(APPEND link -l${lib})
     endif()
   endforeach()
+  # One clang++ call compiles every source, so no depfile: rebuild on any
+  # header of the modules a fuzzer compiles, or of its own fuzz/ folder.
+  file(GLOB headers ${PROJECT_SOURCE_DIR}/placer/*.h ${PROJECT_SOURCE_DIR}/protocol/*.h
+       ${PROJECT_SOURCE_DIR}/topology/*.h ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*.h)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}
     COMMAND ${PHASOR_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -isystem ${PROJECT_BINARY_DIR}/generated
             ${ARG_SOURCES} ${link} -o ${CMAKE_CURRENT_BINARY_DIR}/${name}
-    DEPENDS ${ARG_SOURCES}
+    DEPENDS ${ARG_SOURCES} ${headers}
     COMMENT "clang++ libFuzzer target ${name}"
     VERBATIM)
   add_custom_target(${name}_fuzzer ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name})
