@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all deps deps-build configure configure-build build test demo bench format clean python-wheel
+.PHONY: all deps deps-build configure configure-build build test test-asan demo bench format clean python-wheel
 
 all: build
 
@@ -28,6 +28,20 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in its
+# own build tree (the first UB or memory error fails its test).
+ASAN_BUILD ?= build-asan
+ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_C_FLAGS=$(ASAN_FLAGS)" \
+	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
+	  "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
 
 # The demo needs only the build packages and the `phasor` executable.
 demo: configure-build

@@ -43,3 +43,60 @@ function(phasor_benchmark name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark)
   phasor_warnings(${name})
 endfunction()
+
+# phasor_fuzzer(NAME SOURCES... LIBS... CORPUS... [MAX_LEN n]): a libFuzzer
+# target built by clang++ with -fsanitize=fuzzer,address,undefined from the
+# listed sources (the code under test is compiled here, instrumented; LIBS
+# are linked as built, by target name or file), when clang++ is installed;
+# ctest runs it briefly on its seed corpora (CORPUS, read-only) with new
+# inputs going to a scratch corpus in the build tree. bench/fuzz.sh runs
+# every such target longer.
+function(phasor_fuzzer name)
+  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;LIBS;CORPUS" ${ARGN})
+  find_program(PHASOR_CLANGXX NAMES clang++ clang++-14)
+  if(NOT PHASOR_CLANGXX)
+    return()
+  endif()
+  set(link)
+  foreach(lib ${ARG_LIBS})
+    if(TARGET ${lib})
+      list(APPEND link $<TARGET_FILE:${lib}>)
+    elseif(lib MATCHES "^[-/]")
+      list(APPEND link ${lib})
+    else()
+      list(APPEND link -l${lib})
+    endif()
+  endforeach()
+  # One clang++ call compiles every source, so no depfile: rebuild on any
+  # header of the modules a fuzzer compiles, or of its own fuzz/ folder.
+  file(GLOB headers ${PROJECT_SOURCE_DIR}/placer/*.h ${PROJECT_SOURCE_DIR}/protocol/*.h
+       ${PROJECT_SOURCE_DIR}/topology/*.h ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*.h)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}
+    COMMAND ${PHASOR_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
+            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -isystem ${PROJECT_BINARY_DIR}/generated
+            ${ARG_SOURCES} ${link} -o ${CMAKE_CURRENT_BINARY_DIR}/${name}
+    DEPENDS ${ARG_SOURCES} ${headers}
+    COMMENT "clang++ libFuzzer target ${name}"
+    VERBATIM)
+  add_custom_target(${name}_fuzzer ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name})
+  foreach(lib ${ARG_LIBS})
+    if(TARGET ${lib})
+      get_target_property(type ${lib} TYPE)
+      if(NOT type STREQUAL "INTERFACE_LIBRARY" AND NOT type STREQUAL "UNKNOWN_LIBRARY"
+         AND NOT type STREQUAL "SHARED_LIBRARY")
+        add_dependencies(${name}_fuzzer ${lib})
+      endif()
+    endif()
+  endforeach()
+  set(scratch ${CMAKE_CURRENT_BINARY_DIR}/corpus_${name})
+  file(MAKE_DIRECTORY ${scratch})
+  set(max_len)
+  if(ARG_MAX_LEN)
+    set(max_len -max_len=${ARG_MAX_LEN})
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_CURRENT_BINARY_DIR}/${name} -runs=20000 -max_total_time=20 -seed=1 ${max_len}
+                   ${scratch} ${ARG_CORPUS})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120)
+endfunction()

@@ -26,8 +26,15 @@ using Lanes = double __attribute__((vector_size(32)));
 // past `bound` (checked every chunk). kRows rows, or `count` when kRows is 0
 // (the fixed counts let the compiler unroll the rows). Built twice: for AVX2
 // machines and for the baseline, picked at load time.
+// Clang (14) does not multiversion templates: there the baseline only (the
+// fuzz and sanitizer builds).
+#if defined(__clang__)
+#define PHASOR_AVX2_CLONES
+#else
+#define PHASOR_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 template <size_t kRows>
-__attribute__((target_clones("avx2", "default"))) double FusedExcess(
+PHASOR_AVX2_CLONES double FusedExcess(
     const double* const* rows, size_t count, uint64_t n, double cap, double bound,
     uint64_t* summed) {
   const size_t row_count = kRows > 0 ? kRows : count;
@@ -77,9 +84,11 @@ absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& 
     uint64_t n = 1;
     bool fits = true;
     for (const LinkDemand& d : demands) {
+      // b >= 1 (QuantizedPeriodUs is at least one quantum); n <= max_bins and
+      // b < 2^32 before the lcm, and the lcm is checked for overflow.
       const uint64_t b = QuantizedPeriodUs(d.profile->period_us, quantum) / quantum;
-      n = std::lcm(n, b);
-      if (n > options.max_bins) {
+      const uint64_t lcm_factor = b / std::gcd(n, b);
+      if (__builtin_mul_overflow(n, lcm_factor, &n) || n > options.max_bins) {
         fits = false;
         break;
       }

@@ -39,7 +39,11 @@ absl::StatusOr<double> Number(const json& v, const std::string& field) {
 absl::StatusOr<uint64_t> Unsigned(const json& v, const std::string& field, uint64_t max) {
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (d >= 0 && d == std::floor(d) && d <= static_cast<double>(max)) return static_cast<uint64_t>(d);
+    // Below 2^64 before the cast (converting a double past uint64_t is
+    // undefined; double(UINT64_MAX) rounds up to 2^64), then against `max`.
+    if (d >= 0 && d == std::floor(d) && d < 0x1p64 && static_cast<uint64_t>(d) <= max) {
+      return static_cast<uint64_t>(d);
+    }
     return Bad(field, absl::StrCat("must be a non-negative integer, got ", v.dump()));
   }
   if (v.is_number_integer()) {

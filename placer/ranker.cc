@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "placer/affinity_graph.h"
@@ -66,40 +67,52 @@ struct ContendedLink {
     return static_cast<size_t>(std::find(jobs.begin(), jobs.end(), j) - jobs.begin());
   }
   uint32_t quantum() const { return solve->circle.quantum_us; }
-  // t (us) -> bins of job at `pos` on this link's circle.
-  uint32_t Bins(size_t pos, int64_t t_us) const {
-    const int64_t b = solve->circle.JobBins(pos);
-    const int64_t s = std::llround(static_cast<double>(t_us) / quantum());
-    return static_cast<uint32_t>(((s % b) + b) % b);
+  // The link as the joint solver takes it (its gain left 0).
+  JointLink AsJoint() const {
+    JointLink out;
+    out.circle = &solve->circle;
+    out.solution = &solve->solution;
+    out.capacity_gbps = solve->capacity_gbps;
+    out.jobs = jobs;
+    return out;
   }
+  // t (us) -> bins of job at `pos` on this link's circle.
+  uint32_t Bins(size_t pos, int64_t t_us) const { return AsJoint().Bins(pos, t_us); }
 };
 
 class Ranker {
  public:
-  explicit Ranker(const RankRequest& request) : request_(request) {
+  // `out_of_time`, when set, is asked before every link solve and joint move.
+  Ranker(const RankRequest& request, std::function<bool()> out_of_time)
+      : request_(request), out_of_time_(std::move(out_of_time)) {
     for (size_t j = 0; j < request.jobs.size(); ++j) job_index_.emplace(request.jobs[j].id, j);
     for (size_t l = 0; l < request.links.size(); ++l) link_index_.emplace(request.links[l].id, l);
   }
 
   absl::StatusOr<RankedCandidate> Evaluate(const Candidate& candidate);
 
+  // True once out_of_time answered true: the ranking is incomplete.
+  bool stopped() const { return stopped_; }
+  bool OutOfTime() {
+    if (!stopped_ && out_of_time_ && out_of_time_()) stopped_ = true;
+    return stopped_;
+  }
+
  private:
-  std::shared_ptr<const LinkSolve> SolveAlone(const Link& link,
-                                              const std::vector<const Job*>& jobs,
-                                              const std::vector<double>& shares);
-  bool SolveConstrained(const AffinityGraph& graph, const AffinityGraph::Component& component,
-                        std::vector<ContendedLink>& links, const std::vector<const Job*>& jobs,
-                        std::vector<int64_t>& shifts);
+  absl::StatusOr<std::shared_ptr<const LinkSolve>> SolveAlone(const Link& link,
+                                                              const std::vector<const Job*>& jobs,
+                                                              const std::vector<double>& shares);
 
   const RankRequest& request_;
+  std::function<bool()> out_of_time_;
+  bool stopped_ = false;
   std::unordered_map<std::string, size_t> job_index_;
   std::unordered_map<std::string, size_t> link_index_;
   std::unordered_map<std::string, std::shared_ptr<const LinkSolve>> cache_;
 };
 
-std::shared_ptr<const LinkSolve> Ranker::SolveAlone(const Link& link,
-                                                    const std::vector<const Job*>& jobs,
-                                                    const std::vector<double>& shares) {
+absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveAlone(
+    const Link& link, const std::vector<const Job*>& jobs, const std::vector<double>& shares) {
   // Pinned jobs constrain a link alone only when two or more share it; one
   // pinned job is the walk's root instead (section 4).
   size_t pinned = 0;
@@ -120,9 +133,14 @@ std::shared_ptr<const LinkSolve> Ranker::SolveAlone(const Link& link,
     if (use_pins) fixed_us[i] = jobs[i]->pinned_shift_us;
   }
   // Validated options and profiles always give a circle (N = 1 fits at the
-  // longest period), so this cannot fail here.
-  SolvedLink solved = *SolveLinkDemands(demands, link.capacity_gbps, fixed_us,
-                                        request_.options.circle, request_.options.solver);
+  // longest period); an error is still the candidate's, never a crash.
+  absl::StatusOr<SolvedLink> solved_or = SolveLinkDemands(
+      demands, link.capacity_gbps, fixed_us, request_.options.circle, request_.options.solver);
+  if (!solved_or.ok()) return solved_or.status();
+  SolvedLink solved = *std::move(solved_or);
+  if (solved.solution.shifts.size() != solved.circle.jobs.size()) {
+    return absl::InternalError(absl::StrCat("link '", link.id, "': the solver found no shifts"));
+  }
   auto solve = std::make_shared<LinkSolve>();
   solve->circle = std::move(solved.circle);
   solve->solution = std::move(solved.solution);
@@ -130,174 +148,6 @@ std::shared_ptr<const LinkSolve> Ranker::SolveAlone(const Link& link,
   solve->seed = request_.options.solver.seed;
   cache_.emplace(std::move(key), solve);
   return solve;
-}
-
-// Loops and multiple pinned jobs: assign along the maximum-weight spanning
-// tree (weight = how much a link stands to gain); when every link then sits at
-// its own optimum the loop is harmless and the result is optimal. Otherwise
-// also try the other spanning trees (when few), then improve the free jobs'
-// shifts on the true objective (the sum of the component's link scores, every
-// job's shift applied on all its links) by coordinate descent. Returns true
-// when every link ends at its own optimum.
-bool Ranker::SolveConstrained(const AffinityGraph& graph,
-                              const AffinityGraph::Component& component,
-                              std::vector<ContendedLink>& links,
-                              const std::vector<const Job*>& jobs, std::vector<int64_t>& shifts) {
-  const RankOptions& options = request_.options;
-  size_t root = component.jobs.front();
-  for (size_t j : component.jobs) {
-    if (jobs[j]->pinned_shift_us) {
-      root = j;
-      break;
-    }
-  }
-  const int64_t root_shift = jobs[root]->pinned_shift_us.value_or(0);
-  auto link_shift = [&](size_t l, size_t j) -> int64_t {
-    const ContendedLink& cl = links[l];
-    return int64_t{cl.solve->solution.shifts[cl.PositionOf(j)]} * cl.quantum();
-  };
-  auto period = [&](size_t l, size_t j) -> int64_t {
-    const ContendedLink& cl = links[l];
-    return cl.solve->circle.jobs[cl.PositionOf(j)].period_us;
-  };
-  auto norm = [&](const ContendedLink& cl) {
-    return static_cast<double>(cl.solve->circle.bins) * request_.links[cl.link].capacity_gbps;
-  };
-  // A link's normalised excess under shifts t (the objective sums them; lower is better).
-  auto link_cost = [&](size_t l, const std::vector<int64_t>& t) {
-    ContendedLink& cl = links[l];
-    std::vector<uint32_t> s(cl.jobs.size());
-    for (size_t p = 0; p < cl.jobs.size(); ++p) s[p] = cl.Bins(p, t[cl.jobs[p]]);
-    // A rotation of the link's own optimum costs what the optimum does.
-    const double excess =
-        SameUpToRotation(cl.solve->circle, s, cl.solve->solution.shifts)
-            ? cl.solve->solution.total_excess
-            : TotalExcess(cl.solve->circle, request_.links[cl.link].capacity_gbps, s);
-    return excess / norm(cl);
-  };
-  auto objective = [&](const std::vector<int64_t>& t) {
-    double sum = 0;
-    for (size_t l : component.links) sum += link_cost(l, t);
-    return sum;
-  };
-  auto every_link_optimal = [&](const std::vector<int64_t>& t) {
-    for (size_t l : component.links) {
-      const ContendedLink& cl = links[l];
-      if (link_cost(l, t) > cl.solve->solution.total_excess / norm(cl) + 1e-12) return false;
-    }
-    return true;
-  };
-  auto pin = [&](std::vector<int64_t>& t) {
-    for (size_t j : component.jobs) {
-      if (jobs[j]->pinned_shift_us) t[j] = *jobs[j]->pinned_shift_us;
-    }
-  };
-
-  std::vector<double> gain(links.size(), 0.0);
-  for (size_t l : component.links) {
-    gain[l] = links[l].solve->solution.score - links[l].solve->BaselineScore();
-  }
-  std::vector<int64_t> best = shifts;
-  double best_cost = std::numeric_limits<double>::infinity();
-  auto try_tree = [&](const std::vector<AffinityGraph::Edge>& tree) {
-    std::vector<int64_t> t = shifts;
-    WalkSpanningTree(tree, root, root_shift, link_shift, period, t);
-    pin(t);
-    const double cost = objective(t);
-    if (cost < best_cost - 1e-15) {
-      best_cost = cost;
-      best = std::move(t);
-    }
-  };
-  try_tree(graph.MaxWeightSpanningTree(component, gain));
-  if (every_link_optimal(best)) {
-    shifts = std::move(best);
-    return true;
-  }
-  if (AffinityGraph::DropSetCount(component) <= uint64_t{8} * options.max_spanning_trees) {
-    graph.ForEachSpanningTree(component, options.max_spanning_trees, try_tree);
-  }
-  shifts = std::move(best);
-
-  // Joint coordinate descent over the free jobs, within an evaluation budget.
-  // A link's evaluator (its patterns tiled around the circle, N + B_j values
-  // per job) lives only while one of its jobs moves: a tangled component's
-  // links would otherwise hold all their tiles at once.
-  uint64_t spent = 0;
-  std::vector<std::vector<size_t>> links_of_job(jobs.size());
-  for (size_t l : component.links) {
-    for (size_t j : links[l].jobs) links_of_job[j].push_back(l);
-  }
-  bool budget_left = true;
-  for (uint32_t sweep = 0; sweep < options.joint_max_sweeps && budget_left; ++sweep) {
-    bool moved = false;
-    for (size_t j : component.jobs) {
-      if (jobs[j]->pinned_shift_us) continue;
-      if (spent > options.joint_max_evaluations) {
-        budget_left = false;
-        break;
-      }
-      // Per link of j: its evaluator and the other jobs' load.
-      std::vector<std::unique_ptr<CircleEvaluator>> evaluators;
-      std::vector<ScratchBuffer> others;
-      uint32_t step = std::numeric_limits<uint32_t>::max();
-      uint64_t bins_per_try = 0;
-      for (size_t l : links_of_job[j]) {
-        ContendedLink& cl = links[l];
-        evaluators.push_back(std::make_unique<CircleEvaluator>(cl.solve->circle,
-                                                               request_.links[cl.link].capacity_gbps));
-        ScratchBuffer load(cl.solve->circle.bins);
-        for (size_t p = 0; p < cl.jobs.size(); ++p) {
-          if (cl.jobs[p] != j) evaluators.back()->AddJob(p, cl.Bins(p, shifts[cl.jobs[p]]), load.get());
-        }
-        others.push_back(std::move(load));
-        step = std::min(step, cl.quantum());
-        bins_per_try += cl.solve->circle.bins;
-      }
-      const int64_t job_period = QuantizedPeriodUs(jobs[j]->profile.period_us, step);
-      auto cost_at = [&](int64_t t, double bound) {
-        double sum = 0;
-        for (size_t i = 0; i < links_of_job[j].size() && sum <= bound; ++i) {
-          ContendedLink& cl = links[links_of_job[j][i]];
-          const double n = norm(cl);
-          const size_t pos = cl.PositionOf(j);
-          sum += evaluators[i]->ExcessWith(others[i].get(), pos, cl.Bins(pos, t), (bound - sum) * n) / n;
-        }
-        return sum;
-      };
-      // Every shift when affordable, else those that line j up with a
-      // neighbour k as their shared link's own optimum would.
-      std::vector<int64_t> tries;
-      if (static_cast<uint64_t>(job_period / step) * bins_per_try <=
-          options.joint_full_scan_evaluations) {
-        for (int64_t t = 0; t < job_period; t += step) tries.push_back(t);
-      } else {
-        for (size_t l : links_of_job[j]) {
-          for (size_t k : links[l].jobs) {
-            if (k == j) continue;
-            const int64_t t = shifts[k] - link_shift(l, k) + link_shift(l, j);
-            tries.push_back(((t % job_period) + job_period) % job_period);
-          }
-        }
-      }
-      double current = cost_at(shifts[j], std::numeric_limits<double>::infinity());
-      int64_t best_t = shifts[j];
-      for (int64_t t : tries) {
-        const double c = cost_at(t, current);
-        if (c < current - 1e-12) {
-          current = c;
-          best_t = t;
-        }
-      }
-      for (const auto& evaluator : evaluators) spent += evaluator->evaluations();
-      if (best_t != shifts[j]) {
-        shifts[j] = best_t;
-        moved = true;
-      }
-    }
-    if (!moved) break;
-  }
-  return every_link_optimal(shifts);
 }
 
 absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
@@ -341,7 +191,11 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
       cl.shares.push_back(share);
       link_job_ptrs.push_back(jobs[j]);
     }
-    cl.solve = SolveAlone(request_.links[l], link_job_ptrs, cl.shares);
+    if (OutOfTime()) return absl::ResourceExhaustedError("deadline_ms: the request ran out of time");
+    absl::StatusOr<std::shared_ptr<const LinkSolve>> solve =
+        SolveAlone(request_.links[l], link_job_ptrs, cl.shares);
+    if (!solve.ok()) return solve.status();
+    cl.solve = *std::move(solve);
     link_jobs.push_back(cl.jobs);
     contended.push_back(std::move(cl));
   }
@@ -353,6 +207,9 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   for (size_t j = 0; j < jobs.size(); ++j) shifts[j] = jobs[j]->pinned_shift_us.value_or(0);
 
   const AffinityGraph graph(jobs.size(), link_jobs);
+  // The joint solver's view, built when a component needs it.
+  std::vector<JointLink> joint_links;
+  std::vector<JointJob> joint_jobs;
   for (const AffinityGraph::Component& component : graph.components()) {
     size_t pinned = 0;
     for (size_t j : component.jobs) pinned += jobs[j]->pinned_shift_us.has_value();
@@ -374,8 +231,18 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
           shifts);
     } else {
       out.cycle |= component.has_cycle();
+      if (joint_links.empty()) {
+        for (const ContendedLink& cl : contended) joint_links.push_back(cl.AsJoint());
+        for (const Job* job : jobs) joint_jobs.push_back({job->profile.period_us, job->pinned_shift_us});
+      }
+      for (size_t l : component.links) {
+        joint_links[l].gain = contended[l].solve->solution.score - contended[l].solve->BaselineScore();
+      }
+      const JointResult joint = SolveJoint(graph, component, joint_links, joint_jobs,
+                                           request_.options.joint, shifts, [this] { return OutOfTime(); });
+      if (joint.stopped) return absl::ResourceExhaustedError("deadline_ms: the request ran out of time");
       // Proven only when every link of the component reached its own optimum.
-      out.exact &= SolveConstrained(graph, component, contended, jobs, shifts);
+      out.exact &= joint.optimal;
     }
   }
 
@@ -413,6 +280,12 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   return out;
 }
 
+// Upper ends of the options' ranges (ValidateRankRequest).
+constexpr uint64_t kMaxOptionBins = uint64_t{1} << 32;
+constexpr uint32_t kMaxRestarts = 1000;
+constexpr uint32_t kMaxSweeps = 1000;
+constexpr uint32_t kMaxSpanningTrees = 1'000'000;
+
 absl::Status Invalid(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
@@ -428,6 +301,10 @@ absl::Status ValidateRankRequest(const RankRequest& request) {
     if (!seen.insert(link.id).second) return Invalid(field + ".id", absl::StrCat("duplicate id '", link.id, "'"));
     if (!std::isfinite(link.capacity_gbps) || link.capacity_gbps <= 0) {
       return Invalid(field + ".capacity_gbps", absl::StrCat("must be > 0, got ", link.capacity_gbps));
+    }
+    if (link.capacity_gbps < kMinCapacityGbps || link.capacity_gbps > kMaxCapacityGbps) {
+      return Invalid(field + ".capacity_gbps", absl::StrCat(link.capacity_gbps, " is outside ",
+                                                            kMinCapacityGbps, "..", kMaxCapacityGbps));
     }
   }
   seen.clear();
@@ -461,16 +338,111 @@ absl::Status ValidateRankRequest(const RankRequest& request) {
       }
     }
   }
-  if (request.options.circle.quantum_us == 0) return Invalid("options.quantum_us", "must be > 0");
-  if (request.options.circle.max_bins == 0) return Invalid("options.max_bins", "must be > 0");
+  const RankOptions& o = request.options;
+  if (o.circle.quantum_us == 0) return Invalid("options.quantum_us", "must be > 0");
+  if (o.circle.quantum_us > kMaxPeriodUs) {
+    return Invalid("options.quantum_us", absl::StrCat(o.circle.quantum_us, " is outside 1..", kMaxPeriodUs));
+  }
+  if (o.circle.max_bins == 0) return Invalid("options.max_bins", "must be > 0");
+  if (o.circle.max_bins > kMaxOptionBins) {
+    return Invalid("options.max_bins", absl::StrCat(o.circle.max_bins, " is outside 1..", kMaxOptionBins));
+  }
+  if (o.solver.restarts > kMaxRestarts) {
+    return Invalid("options.restarts", absl::StrCat(o.solver.restarts, " is outside 0..", kMaxRestarts));
+  }
+  if (o.solver.max_sweeps > kMaxSweeps) {
+    return Invalid("options.max_sweeps", absl::StrCat(o.solver.max_sweeps, " is outside 0..", kMaxSweeps));
+  }
+  if (o.joint.max_sweeps > kMaxSweeps) {
+    return Invalid("options.joint_max_sweeps",
+                   absl::StrCat(o.joint.max_sweeps, " is outside 0..", kMaxSweeps));
+  }
+  if (o.joint.max_spanning_trees > kMaxSpanningTrees) {
+    return Invalid("options.max_spanning_trees",
+                   absl::StrCat(o.joint.max_spanning_trees, " is outside 0..", kMaxSpanningTrees));
+  }
   return absl::OkStatus();
 }
 
-Ranking Rank(const RankRequest& request) {
-  Ranker ranker(request);
+absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limits) {
+  auto over = [](const std::string& what, uint64_t value, const char* limit, uint64_t bound) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": ", value, " exceeds the limit ", limit, " (", bound, ")"));
+  };
+  if (request.candidates.size() > limits.max_candidates) {
+    return over("candidates", request.candidates.size(), "max_candidates", limits.max_candidates);
+  }
+  // jobs x links in 128 bits: the product of two sizes cannot wrap.
+  const absl::uint128 jobs_x_links = absl::uint128(request.jobs.size()) * request.links.size();
+  if (jobs_x_links > limits.max_jobs_x_links) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("jobs x links: ", request.jobs.size(), " x ", request.links.size(),
+                     " exceed the limit max_jobs_x_links (", limits.max_jobs_x_links, ")"));
+  }
+  const RankOptions& o = request.options;
+  if (o.circle.max_bins > limits.max_job_bins) {
+    return over("options.max_bins", o.circle.max_bins, "max_job_bins", limits.max_job_bins);
+  }
+  for (size_t j = 0; j < request.jobs.size(); ++j) {
+    const uint64_t bins = request.jobs[j].profile.gbps.size();
+    if (bins > limits.max_job_bins) {
+      return over(absl::StrCat("jobs[", j, "].profile.gbps bins"), bins, "max_job_bins",
+                  limits.max_job_bins);
+    }
+  }
+  const std::pair<const char*, uint64_t> budgets[] = {
+      {"options.exact_max_evaluations", o.solver.exact_max_evaluations},
+      {"options.heuristic_max_evaluations", o.solver.heuristic_max_evaluations},
+      {"options.joint_max_evaluations", o.joint.max_evaluations},
+      {"options.joint_full_scan_evaluations", o.joint.full_scan_evaluations}};
+  for (const auto& [field, budget] : budgets) {
+    if (budget > limits.max_evaluations) return over(field, budget, "max_evaluations", limits.max_evaluations);
+  }
+  if (limits.deadline_ms == 0) return absl::InvalidArgumentError("limits.deadline_ms: must be > 0");
+  // Per contended link of every candidate: each job's circle (<= max_bins) and
+  // pattern (<= min(max_bins, its period in quanta)). Names only, no solving.
+  std::unordered_map<std::string_view, uint64_t> pattern_bins;
+  for (const Job& job : request.jobs) {
+    const uint64_t q = o.circle.quantum_us;
+    pattern_bins[job.id] = std::min<uint64_t>(o.circle.max_bins, QuantizedPeriodUs(job.profile.period_us,
+                                                                                o.circle.quantum_us) / q);
+  }
+  std::unordered_map<std::string_view, absl::uint128> link_bins;
+  std::unordered_map<std::string_view, uint32_t> link_jobs;
+  for (size_t c = 0; c < request.candidates.size(); ++c) {
+    link_bins.clear();
+    link_jobs.clear();
+    for (const auto& [job, job_links] : request.candidates[c].links) {
+      auto it = pattern_bins.find(job);
+      if (it == pattern_bins.end()) continue;  // Rank rejects the candidate
+      for (const auto& [link, share] : job_links) {
+        if (share <= 0) continue;
+        link_bins[link] += absl::uint128(o.circle.max_bins) + it->second;
+        ++link_jobs[link];
+      }
+    }
+    for (const auto& [link, bins] : link_bins) {
+      if (link_jobs[link] >= 2 && bins > limits.max_link_bins) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "candidates[", c, "].links (link '", std::string(link), "'): up to ", static_cast<uint64_t>(std::min(
+                bins, absl::uint128(std::numeric_limits<uint64_t>::max()))),
+            " bins for ", link_jobs[link], " jobs exceed the limit max_link_bins (", limits.max_link_bins, ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Rank with a stop: nullopt when out_of_time answered true.
+std::optional<Ranking> RankUntil(const RankRequest& request, std::function<bool()> out_of_time) {
+  Ranker ranker(request, std::move(out_of_time));
   Ranking out;
   for (const Candidate& candidate : request.candidates) {
+    if (ranker.OutOfTime()) return std::nullopt;
     absl::StatusOr<RankedCandidate> r = ranker.Evaluate(candidate);
+    if (ranker.stopped()) return std::nullopt;
     if (r.ok()) {
       out.ranked.push_back(*std::move(r));
     } else {
@@ -482,6 +454,23 @@ Ranking Rank(const RankRequest& request) {
   std::stable_sort(out.ranked.begin(), out.ranked.end(),
                    [&](const RankedCandidate& a, const RankedCandidate& b) { return key(a) > key(b); });
   return out;
+}
+
+}  // namespace
+
+Ranking Rank(const RankRequest& request) { return *RankUntil(request, nullptr); }
+
+absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits& limits,
+                                   const std::function<absl::Time()>& now) {
+  if (absl::Status s = CheckRankLimits(request, limits); !s.ok()) return s;
+  const uint64_t ms = std::min<uint64_t>(limits.deadline_ms, uint64_t{1} << 40);
+  const absl::Time deadline = now() + absl::Milliseconds(static_cast<int64_t>(ms));
+  std::optional<Ranking> ranking = RankUntil(request, [&] { return now() >= deadline; });
+  if (!ranking) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "deadline_ms: the request did not finish within the limit deadline_ms (", limits.deadline_ms, ")"));
+  }
+  return *std::move(ranking);
 }
 
 }  // namespace phasor::placer

@@ -8,21 +8,31 @@
 #define PHASOR_PLACER_RANKER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "placer/joint_solver.h"
 #include "placer/link_score.h"
 #include "placer/shift_solver.h"
 #include "placer/traffic_profile.h"
 
 namespace phasor::placer {
 
+// A link's capacity is in kMinCapacityGbps..kMaxCapacityGbps (1 Mbit/s to
+// 1 Pbit/s), shares in 0..1: with demands of at most kMaxGbps every load,
+// excess and score is finite by construction.
+inline constexpr double kMinCapacityGbps = 1e-3;
+inline constexpr double kMaxCapacityGbps = 1e6;
+
 struct Link {
   std::string id;
-  double capacity_gbps = 0;  // > 0
+  double capacity_gbps = 0;  // kMinCapacityGbps..kMaxCapacityGbps
 };
 
 struct Job {
@@ -45,22 +55,34 @@ struct Candidate {
 struct RankOptions {
   CircleOptions circle;        // quantum_us (default 1000), max_bins (default 65536)
   ShiftSolverOptions solver;   // exact search budget, restarts, seed
-  // Loops: spanning trees tried as starting points of the joint descent. The
-  // maximum-weight tree is always tried; the others only when the component
-  // has at most 8x this many ways to drop its loop edges.
-  uint32_t max_spanning_trees = 256;
-  // Loops: sweeps of the joint coordinate descent.
-  uint32_t joint_max_sweeps = 16;
-  // Loops: bin evaluations one component's joint descent may spend (bounds
-  // the work on large tangled components; the result stays valid, only less
-  // improved).
-  uint64_t joint_max_evaluations = 20'000'000;
-  // Loops: a job's every shift is tried when that costs at most this many bin
-  // evaluations; otherwise only the shifts that line it up with a neighbour
-  // as a shared link's own optimum would.
-  uint64_t joint_full_scan_evaluations = 2'000'000;
+  JointSolverOptions joint;    // loops and pinned jobs: spanning trees, sweeps, budgets
 };
 
+// What one request may cost, checked by CheckRankLimits before anything is
+// allocated (ResourceExhausted naming the limit), and the wall-clock deadline
+// RankWithin keeps. The defaults admit every request of the examples and
+// tests with room to spare; a service raises them in its configuration,
+// `phasor rank` with --max-... flags.
+struct RankLimits {
+  // Bins of one job's pattern: a profile's own gbps entries, and the bins a
+  // pattern may take on a link's circle (options.max_bins bounds them).
+  uint64_t max_job_bins = uint64_t{1} << 20;
+  // Bins one contended link may hold while it is solved: for each of its jobs
+  // the circle (at most options.max_bins) plus the job's pattern.
+  uint64_t max_link_bins = uint64_t{1} << 25;
+  // jobs x links of the request (every candidate is checked against them).
+  uint64_t max_jobs_x_links = uint64_t{1} << 22;
+  // Candidates of one request.
+  uint64_t max_candidates = 10'000;
+  // The largest budget in bin evaluations the options may give any solver
+  // (options.exact_max_evaluations, .solver heuristic, .joint evaluations):
+  // 5x the largest default. It also bounds the exact search's pair tables,
+  // whose size its planned cost counts.
+  uint64_t max_evaluations = 100'000'000;
+  // Wall-clock time of one request in milliseconds (> 0); checked between
+  // link solves and between the joint solver's moves.
+  uint64_t deadline_ms = 10'000;
+};
 struct RankRequest {
   std::vector<Link> links;
   std::vector<Job> jobs;
@@ -108,8 +130,24 @@ struct Ranking {
 // candidate are not errors here: Rank() rejects that candidate alone.
 absl::Status ValidateRankRequest(const RankRequest& request);
 
-// Ranks a request that ValidateRankRequest accepted.
+// Checks `request` against `limits` without allocating in proportion to what
+// it asks for: ResourceExhausted naming the limit ("candidates: 20000 exceed
+// the limit max_candidates (10000)"). Requires a request ValidateRankRequest
+// accepted.
+absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limits);
+
+// Ranks a request that ValidateRankRequest accepted, with no limits (trusted
+// callers: tests, the simulator).
 Ranking Rank(const RankRequest& request);
+
+// The path for a request from outside, once ValidateRankRequest accepted it
+// (and a router added its links; routed shares may exceed 1):
+// CheckRankLimits (ResourceExhausted), then Rank within limits.deadline_ms
+// of `now()` at the start (ResourceExhausted naming deadline_ms when it
+// passes; the work stops at the next check). `now` is the clock (injected
+// for tests).
+absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits& limits,
+                                   const std::function<absl::Time()>& now = absl::Now);
 
 }  // namespace phasor::placer
 

@@ -500,8 +500,9 @@ absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& deman
     std::vector<std::optional<uint32_t>> fixed(c.jobs.size());
     for (size_t j = 0; j < fixed_us.size() && j < c.jobs.size(); ++j) {
       if (fixed_us[j]) {
-        fixed[j] = static_cast<uint32_t>((*fixed_us[j] + c.quantum_us / 2) / c.quantum_us %
-                                         c.JobBins(j));
+        // In 64 bits: a shift and half a quantum may pass 2^32; the result is < B_j.
+        fixed[j] = static_cast<uint32_t>((uint64_t{*fixed_us[j]} + c.quantum_us / 2) /
+                                         c.quantum_us % c.JobBins(j));
       }
     }
     return fixed;
@@ -532,7 +533,8 @@ absl::StatusOr<SolvedLink> SolveLinkDemands(const std::vector<LinkDemand>& deman
   // Coarser circles until the exhaustive search fits, then refine.
   CircleOptions coarse_options = circle_options;
   for (int doubling = 0; doubling < 16; ++doubling) {
-    coarse_options.quantum_us *= 2;
+    // The quantum doubles in 32 bits: stop before it would wrap.
+    if (__builtin_mul_overflow(coarse_options.quantum_us, 2u, &coarse_options.quantum_us)) break;
     absl::StatusOr<UnifiedCircle> coarse = BuildUnifiedCircle(demands, coarse_options);
     if (!coarse.ok()) break;
     const std::vector<std::optional<uint32_t>> coarse_fixed = to_bins(*coarse);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -11,6 +12,15 @@ absl::Status ValidateProfile(const TrafficProfile& p) {
   if (p.period_us == 0) {
     return absl::InvalidArgumentError("period_us: must be a positive number of microseconds");
   }
+  if (p.period_us > kMaxPeriodUs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("period_us: ", p.period_us, " is outside 1..", kMaxPeriodUs));
+  }
+  if (p.t0_epoch_us && (*p.t0_epoch_us < 0 || *p.t0_epoch_us > kMaxEpochUs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("t0_epoch_us: ", *p.t0_epoch_us, " is outside 0..", kMaxEpochUs));
+  }
+  auto demand_ok = [](double g) { return std::isfinite(g) && g >= 0 && g <= kMaxGbps; };
   if (p.square.has_value()) {
     if (!p.gbps.empty()) {
       return absl::InvalidArgumentError("gbps: give either gbps or square, not both");
@@ -27,8 +37,16 @@ absl::Status ValidateProfile(const TrafficProfile& p) {
     if (!std::isfinite(s.up_gbps) || s.up_gbps < 0) {
       return absl::InvalidArgumentError("square.up_gbps: must be a finite number >= 0");
     }
+    if (!demand_ok(s.up_gbps)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("square.up_gbps: ", s.up_gbps, " is outside 0..", kMaxGbps));
+    }
     if (!std::isfinite(s.down_gbps) || s.down_gbps < 0) {
       return absl::InvalidArgumentError("square.down_gbps: must be a finite number >= 0");
+    }
+    if (!demand_ok(s.down_gbps)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("square.down_gbps: ", s.down_gbps, " is outside 0..", kMaxGbps));
     }
     return absl::OkStatus();
   }
@@ -48,6 +66,10 @@ absl::Status ValidateProfile(const TrafficProfile& p) {
     if (!std::isfinite(p.gbps[i]) || p.gbps[i] < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("gbps[", i, "]: must be a finite number >= 0, got ", p.gbps[i]));
+    }
+    if (!demand_ok(p.gbps[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gbps[", i, "]: ", p.gbps[i], " is outside 0..", kMaxGbps));
     }
   }
   return absl::OkStatus();
@@ -97,8 +119,12 @@ double MeanGbps(const TrafficProfile& p) {
 }
 
 uint32_t QuantizedPeriodUs(uint32_t period_us, uint32_t quantum_us) {
-  const uint64_t n = (uint64_t{period_us} + quantum_us / 2) / quantum_us;
-  return static_cast<uint32_t>(std::max<uint64_t>(1, n) * quantum_us);
+  const uint64_t q = std::max<uint32_t>(quantum_us, 1);
+  // In 64 bits n * q <= period_us + q / 2 < 2^33: no overflow; it may not fit
+  // 32 bits, and then the multiple below (at most period_us, or one quantum) does.
+  uint64_t n = std::max<uint64_t>(1, (uint64_t{period_us} + q / 2) / q);
+  if (n * q > std::numeric_limits<uint32_t>::max()) n = std::max<uint64_t>(1, period_us / q);
+  return static_cast<uint32_t>(n * q);
 }
 
 QuantizedProfile Quantize(const TrafficProfile& profile, uint32_t quantum_us, double share) {

@@ -14,6 +14,14 @@
 
 namespace phasor::placer {
 
+// Valid ranges of the numbers a profile is made of (ValidateProfile checks
+// them; every input format, JSON, protobuf or stored row, goes through it).
+// Within them no arithmetic of the placer on periods, quanta and bins can
+// overflow, and no sum of demands can reach infinity.
+inline constexpr uint32_t kMaxPeriodUs = 3'600'000'000;  // one hour: period_us in 1..kMaxPeriodUs
+inline constexpr double kMaxGbps = 1e6;  // one demand (a bin, up_gbps, down_gbps): 0..1 Pbit/s
+inline constexpr int64_t kMaxEpochUs = int64_t{1} << 53;  // t0_epoch_us in 0..2^53 (year 2255)
+
 // Square-wave shorthand: demand `up_gbps` on [start_us, start_us + up_us)
 // modulo the period, `down_gbps` elsewhere.
 struct SquareWave {
@@ -55,7 +63,9 @@ std::vector<DemandSegment> Segments(const TrafficProfile& profile);
 double MeanGbps(const TrafficProfile& profile);
 
 // The period rounded to the nearest multiple of `quantum_us` (halves round up),
-// never less than one quantum (SPEC 3.1).
+// never less than one quantum (SPEC 3.1). When that multiple does not fit 32
+// bits (a period near 2^32 us), the multiple below it (which does). A quantum
+// of 0 counts as 1. Never 0, never wraps.
 uint32_t QuantizedPeriodUs(uint32_t period_us, uint32_t quantum_us);
 
 // A profile resampled to bins of one quantum over the quantized period.

@@ -69,8 +69,8 @@ v1::RankRequest ToProto(const placer::RankRequest& request) {
   opts->set_restarts(o.solver.restarts);
   opts->set_max_sweeps(o.solver.max_sweeps);
   opts->set_seed(o.solver.seed);
-  opts->set_max_spanning_trees(o.max_spanning_trees);
-  opts->set_joint_max_sweeps(o.joint_max_sweeps);
+  opts->set_max_spanning_trees(o.joint.max_spanning_trees);
+  opts->set_joint_max_sweeps(o.joint.max_sweeps);
   return out;
 }
 
@@ -118,8 +118,8 @@ absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
   if (o.has_restarts()) opts.solver.restarts = o.restarts();
   if (o.has_max_sweeps()) opts.solver.max_sweeps = o.max_sweeps();
   if (o.has_seed()) opts.solver.seed = o.seed();
-  if (o.has_max_spanning_trees()) opts.max_spanning_trees = o.max_spanning_trees();
-  if (o.has_joint_max_sweeps()) opts.joint_max_sweeps = o.joint_max_sweeps();
+  if (o.has_max_spanning_trees()) opts.joint.max_spanning_trees = o.max_spanning_trees();
+  if (o.has_joint_max_sweeps()) opts.joint.max_sweeps = o.joint_max_sweeps();
   return out;
 }
 
@@ -207,5 +207,39 @@ placer::TrafficProfile ProfileFromUpdate(const v1::ProfileUpdate& update) {
   if (update.has_t0_epoch_us()) out.t0_epoch_us = update.t0_epoch_us();
   return out;
 }
+
+namespace {
+
+absl::Status CheckId(const std::string& value, const char* field) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": must not be empty"));
+  if (value.size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", value.size(), " bytes is outside 1..", kMaxIdBytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateProfileUpdate(const v1::ProfileUpdate& update) {
+  if (absl::Status s = CheckId(update.subject(), "subject"); !s.ok()) return s;
+  if (!v1::ProfileUpdate::SubjectKind_IsValid(update.kind())) {
+    return absl::InvalidArgumentError(absl::StrCat("kind: ", update.kind(), " is neither JOB (0) nor LINK (1)"));
+  }
+  if (!(update.confidence() >= 0 && update.confidence() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("confidence: ", update.confidence(), " is outside 0..1"));
+  }
+  if (update.source().size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("source: ", update.source().size(), " bytes is outside 0..", kMaxIdBytes));
+  }
+  return placer::ValidateProfile(ProfileFromUpdate(update));
+}
+
+absl::Status ValidateCommitPlacement(const v1::CommitPlacement& commit) {
+  return CheckId(commit.candidate(), "candidate");
+}
+
+absl::Status ValidateGetOffset(const v1::GetOffset& get) { return CheckId(get.job(), "job"); }
 
 }  // namespace phasor::protocol

@@ -28,8 +28,9 @@ v1::RankRequest ToProto(const placer::RankRequest& request);
 
 // The placer request of a wire request. A job without a profile takes
 // lookup(job); NotFound ("jobs[2].profile: no profile given and none known
-// for job 'x'") when there is none. Field values are not validated here (that
-// is placer::ValidateRankRequest's job).
+// for job 'x'") when there is none. Lossless: field values are not validated
+// here (placer::ValidateRankRequest and CheckRankLimits check their ranges,
+// placer::RankWithin both).
 absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
                                               const ProfileLookup& lookup = nullptr);
 
@@ -44,7 +45,24 @@ placer::Ranking FromProto(const v1::RankReply& reply);
 uint32_t ShiftPeriodUs(const placer::RankedCandidate& candidate, const placer::Job& job);
 
 // A probe's profile of a job or link as a placer profile (array form).
+// Lossless; the ranges are ValidateProfileUpdate's.
 placer::TrafficProfile ProfileFromUpdate(const v1::ProfileUpdate& update);
+
+// Range checks of the messages that enter phasord, each InvalidArgument
+// naming the field ("period_us: 4294967295 is outside 1..3600000000"). Every
+// conversion above is lossless (the wire's types are the placer's), so these
+// and placer::ValidateRankRequest / CheckRankLimits (for a RankRequest) are
+// where the ranges are checked.
+//   ProfileUpdate: subject 1..kMaxIdBytes bytes, kind JOB or LINK, confidence
+//     finite in 0..1, source at most kMaxIdBytes bytes, and the profile's
+//     ranges (placer::ValidateProfile: period_us 1..3600000000, bin_us >= 1,
+//     gbps[i] 0..1e6 and ceil(period_us / bin_us) of them, t0_epoch_us 0..2^53).
+//   CommitPlacement: candidate 1..kMaxIdBytes bytes (ids are any uint64).
+//   GetOffset: job 1..kMaxIdBytes bytes.
+inline constexpr size_t kMaxIdBytes = 1024;
+absl::Status ValidateProfileUpdate(const v1::ProfileUpdate& update);
+absl::Status ValidateCommitPlacement(const v1::CommitPlacement& commit);
+absl::Status ValidateGetOffset(const v1::GetOffset& get);
 
 }  // namespace phasor::protocol
 

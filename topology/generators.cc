@@ -41,6 +41,16 @@ absl::StatusOr<Topology> MakeLeafSpine(const LeafSpineOptions& o) {
   }
   if (absl::Status s = CheckPositive(o.nic_gbps, "leaf_spine.nic_gbps"); !s.ok()) return s;
   const uint64_t capacity = static_cast<uint64_t>(o.leaves) * o.servers_per_leaf;
+  // Counted in 64 bits before anything is built: the fabric's size limits.
+  if (capacity + o.leaves + o.spines > kMaxNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "leaf_spine: ", o.leaves, " leaves x ", o.servers_per_leaf, " servers_per_leaf + ", o.spines,
+        " spines is more than ", kMaxNodes, " nodes"));
+  }
+  if (2 * (static_cast<uint64_t>(o.leaves) * o.spines + capacity) > kMaxLinks) {
+    return absl::InvalidArgumentError(absl::StrCat("leaf_spine: ", o.leaves, " leaves x ", o.spines,
+                                                   " spines is more than ", kMaxLinks, " links"));
+  }
   if (o.servers > capacity) {
     return absl::InvalidArgumentError(
         absl::StrCat("leaf_spine.servers: ", o.servers, " do not fit on ", o.leaves, " leaves of ",

@@ -36,9 +36,13 @@ absl::StatusOr<std::vector<absl::string_view>> SplitTopLevel(absl::string_view l
 }
 
 // Expands one item ("node[01-03,7]x[1-2]") into `out`.
-absl::Status ExpandItem(absl::string_view item, std::string prefix, std::vector<std::string>& out) {
+absl::Status ExpandItem(absl::string_view item, std::string prefix, std::vector<std::string>& out,
+                        size_t max_names) {
   const size_t open = item.find('[');
   if (open == absl::string_view::npos) {
+    if (out.size() >= max_names) {
+      return absl::InvalidArgumentError(absl::StrCat("expands to more than ", max_names, " names"));
+    }
     out.push_back(absl::StrCat(prefix, item));
     return absl::OkStatus();
   }
@@ -74,7 +78,9 @@ absl::Status ExpandItem(absl::string_view item, std::string prefix, std::vector<
     for (uint64_t v = lo; v <= hi; ++v) {
       std::string number = absl::StrCat(v);
       if (number.size() < width) number.insert(0, width - number.size(), '0');
-      if (absl::Status s = ExpandItem(rest, absl::StrCat(head, number), out); !s.ok()) return s;
+      if (absl::Status s = ExpandItem(rest, absl::StrCat(head, number), out, max_names); !s.ok()) {
+        return s;
+      }
     }
   }
   return absl::OkStatus();
@@ -89,14 +95,14 @@ struct SwitchLine {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list_std) {
+absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list_std, size_t max_names) {
   const absl::string_view list = AsAbsl(list_std);
   absl::StatusOr<std::vector<absl::string_view>> items = SplitTopLevel(list);
   if (!items.ok()) return items.status();
   std::vector<std::string> out;
   for (absl::string_view item : *items) {
     if (item.empty()) return absl::InvalidArgumentError("empty item");
-    if (absl::Status s = ExpandItem(item, "", out); !s.ok()) return s;
+    if (absl::Status s = ExpandItem(item, "", out, max_names); !s.ok()) return s;
   }
   return out;
 }
@@ -114,6 +120,17 @@ absl::StatusOr<Topology> ParseSlurmTopology(std::string_view text_std,
     return absl::InvalidArgumentError(
         absl::StrCat("switch_link_gbps: must be > 0 (got ", options.switch_link_gbps, ")"));
   }
+  for (const auto& [field, gbps] : {std::pair{"node_link_gbps", options.node_link_gbps},
+                                    std::pair{"switch_link_gbps", options.switch_link_gbps}}) {
+    if (gbps < kMinLinkGbps || gbps > kMaxLinkGbps) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", gbps, " is outside ", kMinLinkGbps, "..", kMaxLinkGbps));
+    }
+  }
+  if (options.gpus_per_node > kMaxGpusPerServer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus_per_node: ", options.gpus_per_node, " is outside 0..", kMaxGpusPerServer));
+  }
   auto error = [&](int line, absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ":", line, ": ", what));
   };
@@ -121,6 +138,7 @@ absl::StatusOr<Topology> ParseSlurmTopology(std::string_view text_std,
   std::vector<SwitchLine> lines;
   absl::flat_hash_map<std::string, int> switch_line;
   int line_no = 0;
+  size_t names = 0;  // expanded so far, <= kMaxNodes
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++line_no;
     absl::string_view line = raw;
@@ -147,12 +165,14 @@ absl::StatusOr<Topology> ParseSlurmTopology(std::string_view text_std,
         bool& seen = key == "nodes" ? has_nodes : has_switches;
         if (seen) return error(line_no, absl::StrCat(token.substr(0, eq), " given twice"));
         seen = true;
+        // Every line's names count against one fabric's kMaxNodes.
         absl::StatusOr<std::vector<std::string>> hosts =
-            ExpandHostList(std::string_view(value.data(), value.size()));
+            ExpandHostList(std::string_view(value.data(), value.size()), kMaxNodes - names);
         if (!hosts.ok()) {
           return error(line_no,
                        absl::StrCat("bad host list '", value, "': ", hosts.status().message()));
         }
+        names += hosts->size();
         (key == "nodes" ? sw.nodes : sw.switches) = *std::move(hosts);
       } else if (key == "linkspeed") {
         // Accepted and ignored, as Slurm does; capacities come from the options.

@@ -45,8 +45,11 @@ absl::StatusOr<Topology> LoadSlurmTopology(const std::string& path,
                                            const SlurmImportOptions& options = {});
 
 // Expands a Slurm host list ("node[01-03],gpu[1-2]x"). InvalidArgument on
-// unbalanced brackets, empty items, a reversed or non-numeric range.
-absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list);
+// unbalanced brackets, empty items, a reversed or non-numeric range, and a
+// list of more than `max_names` names (checked while expanding, so
+// "a[0-999999]b[0-999999]" fails fast instead of growing 10^12 names).
+absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list,
+                                                        size_t max_names = kMaxNodes);
 
 }  // namespace phasor::topology
 

@@ -32,12 +32,20 @@ absl::Status Topology::CheckNewNodeId(std::string_view id) const {
   if (node_by_id_.contains(AsAbsl(id))) {
     return absl::InvalidArgumentError(absl::StrCat("duplicate node id '", AsAbsl(id), "'"));
   }
+  if (nodes_.size() >= kMaxNodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node id '", AsAbsl(id), "': a fabric has at most ", kMaxNodes, " nodes"));
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<NodeIndex> Topology::AddServer(std::string id, uint32_t gpus,
                                               std::vector<NicPort> nics) {
   if (absl::Status s = CheckNewNodeId(id); !s.ok()) return s;
+  if (gpus > kMaxGpusPerServer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server '", id, "': gpus ", gpus, " is outside 0..", kMaxGpusPerServer));
+  }
   for (size_t i = 0; i < nics.size(); ++i) {
     const NicPort& nic = nics[i];
     if (nic.name.empty()) {
@@ -47,6 +55,11 @@ absl::StatusOr<NodeIndex> Topology::AddServer(std::string id, uint32_t gpus,
     if (!std::isfinite(nic.speed_gbps) || nic.speed_gbps <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "server '", id, "': nic '", nic.name, "': speed must be > 0 (got ", nic.speed_gbps, ")"));
+    }
+    if (nic.speed_gbps < kMinLinkGbps || nic.speed_gbps > kMaxLinkGbps) {
+      return absl::InvalidArgumentError(absl::StrCat("server '", id, "': nic '", nic.name, "': speed ",
+                                                     nic.speed_gbps, " is outside ", kMinLinkGbps, "..",
+                                                     kMaxLinkGbps));
     }
     for (size_t j = 0; j < i; ++j) {
       if (nics[j].name == nic.name) {
@@ -92,6 +105,14 @@ absl::StatusOr<LinkIndex> Topology::AddLink(std::string_view from, std::string_v
   if (!std::isfinite(capacity_gbps) || capacity_gbps <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("link '", id, "': capacity_gbps must be > 0 (got ", capacity_gbps, ")"));
+  }
+  if (capacity_gbps < kMinLinkGbps || capacity_gbps > kMaxLinkGbps) {
+    return absl::InvalidArgumentError(absl::StrCat("link '", id, "': capacity_gbps ", capacity_gbps,
+                                                   " is outside ", kMinLinkGbps, "..", kMaxLinkGbps));
+  }
+  if (links_.size() >= kMaxLinks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link '", id, "': a fabric has at most ", kMaxLinks, " links"));
   }
   if (link_by_id_.contains(id)) {
     return absl::InvalidArgumentError(absl::StrCat("duplicate link '", id, "'"));

@@ -32,6 +32,16 @@ namespace phasor::topology {
 using NodeIndex = uint32_t;
 using LinkIndex = uint32_t;
 
+// Valid ranges of a fabric (checked by AddServer/AddSwitch/AddLink, so by
+// every loader, generator and importer): link and NIC speeds in
+// kMinLinkGbps..kMaxLinkGbps (1 Mbit/s to 1 Pbit/s), at most kMaxGpusPerServer
+// GPUs on a server, at most kMaxNodes nodes and kMaxLinks directed links.
+inline constexpr double kMinLinkGbps = 1e-3;
+inline constexpr double kMaxLinkGbps = 1e6;
+inline constexpr uint32_t kMaxGpusPerServer = 1024;
+inline constexpr uint32_t kMaxNodes = 1'000'000;
+inline constexpr uint32_t kMaxLinks = 4'000'000;
+
 enum class NodeKind { kServer, kSwitch };
 
 // One NIC port of a server.

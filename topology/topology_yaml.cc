@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -62,13 +64,18 @@ class YamlReader {
     if (ec != std::errc() || ptr != s.data() + s.size()) {
       return Error(n, absl::StrCat(AsAbsl(what), ": must be a number (got '", s, "')"));
     }
+    if (!std::isfinite(v)) {
+      return Error(n, absl::StrCat(AsAbsl(what), ": must be a finite number (got '", s, "')"));
+    }
     return v;
   }
 
   absl::StatusOr<uint32_t> Count(const YAML::Node& n, std::string_view what) const {
     absl::StatusOr<double> v = Number(n, what);
     if (!v.ok()) return v.status();
-    if (*v < 0 || *v != static_cast<double>(static_cast<uint32_t>(*v))) {
+    // Range first: converting a double outside uint32_t is undefined.
+    if (!(*v >= 0 && *v <= std::numeric_limits<uint32_t>::max()) ||
+        *v != static_cast<double>(static_cast<uint32_t>(*v))) {
       return Error(
           n, absl::StrCat(AsAbsl(what), ": must be a whole number >= 0 (got ", n.Scalar(), ")"));
     }

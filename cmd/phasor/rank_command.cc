@@ -3,6 +3,8 @@
 #include <iostream>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cmd/phasor/commands.h"
 #include "diagnose/report.h"
@@ -19,6 +21,7 @@ struct RankFlags {
   std::string format = "json";
   int width = 72;
   std::string topology;  // route candidates given as servers through this fabric
+  placer::RankLimits limits;  // raised with --max-... and --deadline-ms
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -68,8 +71,8 @@ void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranki
       for (size_t p = 0; p < l.jobs.size(); ++p) {
         for (const auto& [job, shift] : c.shifts_us) {
           if (job == l.jobs[p]) {
-            shifted[p] = static_cast<uint32_t>((shift + circle->quantum_us / 2) / circle->quantum_us %
-                                               circle->JobBins(p));
+            shifted[p] = static_cast<uint32_t>((uint64_t{shift} + circle->quantum_us / 2) /
+                                               circle->quantum_us % circle->JobBins(p));
           }
         }
       }
@@ -108,7 +111,14 @@ void RunRank(const RankFlags& flags) {
     absl::Status routed = placer::RouteCandidatesFromFile(flags.topology, *request, unrouted);
     if (!routed.ok()) Fail(kExitBadInput, "--topology: " + std::string(routed.message()));
   }
-  placer::Ranking ranking = placer::Rank(*request);
+  absl::StatusOr<placer::Ranking> ranked = placer::RankWithin(*request, flags.limits);
+  if (!ranked.ok()) {
+    // Bad input and a request over a limit are both the input's: one line, exit 2.
+    std::string message(ranked.status().message());
+    if (absl::IsResourceExhausted(ranked.status())) absl::StrAppend(&message, " (raise it with its --max- or --deadline-ms flag)");
+    Fail(kExitBadInput, message);
+  }
+  placer::Ranking ranking = *std::move(ranked);
   ranking.rejected.insert(ranking.rejected.end(), unrouted.begin(), unrouted.end());
   if (flags.format == "table") {
     PrintTable(*request, ranking, flags.width);
@@ -134,6 +144,24 @@ void AddRankCommand(CLI::App& app) {
   cmd->add_option("--topology", flags->topology,
                   "topology YAML (docs/topology.md): candidates may give \"servers\" per job, "
                   "routed to links and shares by the traffic model");
+  // Resource limits of one request (placer::RankLimits, docs/placer.md).
+  placer::RankLimits& limits = flags->limits;
+  cmd->add_option("--max-job-bins", limits.max_job_bins,
+                  "limit: bins of one job's pattern (its gbps entries; options.max_bins)")
+      ->capture_default_str();
+  cmd->add_option("--max-link-bins", limits.max_link_bins,
+                  "limit: bins one contended link may hold while it is solved")
+      ->capture_default_str();
+  cmd->add_option("--max-jobs-x-links", limits.max_jobs_x_links, "limit: jobs x links of the request")
+      ->capture_default_str();
+  cmd->add_option("--max-candidates", limits.max_candidates, "limit: candidates of the request")
+      ->capture_default_str();
+  cmd->add_option("--max-evaluations", limits.max_evaluations,
+                  "limit: the largest solver budget (bin evaluations) the options may ask for")
+      ->capture_default_str();
+  cmd->add_option("--deadline-ms", limits.deadline_ms, "limit: wall-clock time of the request")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->callback([flags] { RunRank(*flags); });
 }
 

@@ -84,10 +84,44 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"PeriodZero",
                  R"({"links": [], "jobs": [{"id": "a", "profile": {"period_us": 0, "square": {"up_us": 0, "up_gbps": 1}}}], "candidates": []})",
                  "jobs[0].profile.period_us"},
+        // Issue 12's crashes from outside: SIGFPE and SIGSEGV before.
+        BadInput{"PeriodNearUint32Max",
+                 R"({"links": [{"id": "l", "capacity_gbps": 50}], "jobs": [{"id": "a", "profile": {"period_us": 4294967295, "square": {"up_us": 1000, "up_gbps": 10}}}, {"id": "b", "profile": {"period_us": 200000, "square": {"up_us": 1000, "up_gbps": 10}}}], "candidates": [{"id": "c", "links": {"a": {"l": 1}, "b": {"l": 1}}}]})",
+                 "jobs[0].profile.period_us: 4294967295 is outside 1..3600000000"},
+        BadInput{"QuantumNearUint32Max",
+                 R"({"links": [], "jobs": [], "candidates": [], "options": {"quantum_us": 4294967295}})",
+                 "options.quantum_us: 4294967295 is outside 1..3600000000"},
+        BadInput{"DemandNearDblMax",
+                 R"({"links": [{"id": "l", "capacity_gbps": 50}], "jobs": [{"id": "a", "profile": {"period_us": 200000, "square": {"up_us": 90000, "up_gbps": 1.7e308}}}, {"id": "b", "profile": {"period_us": 200000, "square": {"up_us": 80000, "up_gbps": 40}}}], "candidates": [{"id": "c", "links": {"a": {"l": 1}, "b": {"l": 1}}}]})",
+                 "jobs[0].profile.square.up_gbps: 1.7e+308 is outside 0..1e+06"},
+        // Over a limit: ResourceExhausted, the same one line and exit 2.
+        BadInput{"CircleOverTheBinLimit",
+                 R"({"links": [], "jobs": [], "candidates": [], "options": {"quantum_us": 1, "max_bins": 4294967296}})",
+                 "options.max_bins: 4294967296 exceeds the limit max_job_bins (1048576) (raise it with"},
         BadInput{"ShareOutside",
                  R"({"links": [{"id": "l", "capacity_gbps": 1}], "jobs": [], "candidates": [{"id": "c", "links": {"a": {"l": 2}}}]})",
                  "candidates[0].links.a.l"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(RankCommandTest, LimitFlagsRaiseAndLowerTheLimits) {
+  const std::string path = std::string(PHASOR_SOURCE_DIR) + "/data/examples/two_jobs.json";
+  const auto low = RunCommand(kPhasor + " rank --max-candidates 0 " + path);
+  EXPECT_EQ(low.exit_code, 2);
+  EXPECT_EQ(low.out, "");
+  EXPECT_EQ(low.err,
+            "phasor rank: candidates: 1 exceeds the limit max_candidates (0) (raise it with its --max- or "
+            "--deadline-ms flag)\n");
+  const std::string big = R"({"links": [], "jobs": [], "candidates": [], "options": {"max_bins": 4194304}})";
+  EXPECT_EQ(RunCommand(kPhasor + " rank", big).exit_code, 2);
+  const auto raised = RunCommand(kPhasor + " rank --max-job-bins 4194304 --max-link-bins 1000000000", big);
+  EXPECT_EQ(raised.exit_code, 0) << raised.err;
+  EXPECT_EQ(nlohmann::json::parse(raised.out)["ranked"], nlohmann::json::array());
+  const auto flags = RunCommand(kPhasor + " rank --help");
+  for (const char* flag : {"--max-job-bins", "--max-link-bins", "--max-jobs-x-links", "--max-candidates",
+                           "--max-evaluations", "--deadline-ms"}) {
+    EXPECT_THAT(flags.out, HasSubstr(flag));
+  }
+}
 
 TEST(RankCommandTest, MissingFileIsOneLine) {
   const auto r = RunCommand(kPhasor + " rank /nonexistent/request.json");

@@ -48,8 +48,8 @@ placer::RankRequest SampleRequest() {
   r.options.circle.max_bins = 1234;
   r.options.solver.restarts = 7;
   r.options.solver.seed = 42;
-  r.options.max_spanning_trees = 3;
-  r.options.joint_max_sweeps = 5;
+  r.options.joint.max_spanning_trees = 3;
+  r.options.joint.max_sweeps = 5;
   return r;
 }
 
@@ -217,8 +217,8 @@ TEST(ConvertTest, RankRequestRoundTripIsExact) {
   EXPECT_EQ(out->options.solver.restarts, 7u);
   EXPECT_EQ(out->options.solver.seed, 42u);
   EXPECT_EQ(out->options.solver.exact_max_evaluations, in.options.solver.exact_max_evaluations);
-  EXPECT_EQ(out->options.max_spanning_trees, 3u);
-  EXPECT_EQ(out->options.joint_max_sweeps, 5u);
+  EXPECT_EQ(out->options.joint.max_spanning_trees, 3u);
+  EXPECT_EQ(out->options.joint.max_sweeps, 5u);
 }
 
 TEST(ConvertTest, UnsetOptionsKeepPlacerDefaults) {
@@ -229,7 +229,7 @@ TEST(ConvertTest, UnsetOptionsKeepPlacerDefaults) {
   EXPECT_EQ(out->options.circle.quantum_us, defaults.circle.quantum_us);
   EXPECT_EQ(out->options.circle.max_bins, defaults.circle.max_bins);
   EXPECT_EQ(out->options.solver.seed, defaults.solver.seed);
-  EXPECT_EQ(out->options.max_spanning_trees, defaults.max_spanning_trees);
+  EXPECT_EQ(out->options.joint.max_spanning_trees, defaults.joint.max_spanning_trees);
 }
 
 TEST(ConvertTest, MissingProfileComesFromLookupOrIsNotFound) {

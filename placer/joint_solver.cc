@@ -1,0 +1,197 @@
+#include "placer/joint_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "placer/scratch.h"
+
+namespace phasor::placer {
+
+size_t JointLink::PositionOf(size_t j) const {
+  return static_cast<size_t>(std::find(jobs.begin(), jobs.end(), j) - jobs.begin());
+}
+
+uint32_t JointLink::Bins(size_t pos, int64_t t_us) const {
+  const int64_t b = circle->JobBins(pos);
+  const int64_t s = std::llround(static_cast<double>(t_us) / circle->quantum_us);
+  return static_cast<uint32_t>(((s % b) + b) % b);
+}
+
+double JointLink::Cost(const std::vector<int64_t>& t) const {
+  std::vector<uint32_t> s(jobs.size());
+  for (size_t p = 0; p < jobs.size(); ++p) s[p] = Bins(p, t[jobs[p]]);
+  // A rotation of the link's own optimum costs what the optimum does.
+  const double excess = SameUpToRotation(*circle, s, solution->shifts)
+                            ? solution->total_excess
+                            : TotalExcess(*circle, capacity_gbps, s);
+  return excess / (static_cast<double>(circle->bins) * capacity_gbps);
+}
+
+double JointObjective(const AffinityGraph::Component& component, const std::vector<JointLink>& links,
+                      const std::vector<int64_t>& t) {
+  double sum = 0;
+  for (size_t l : component.links) sum += links[l].Cost(t);
+  return sum;
+}
+
+namespace {
+
+// t_j^l: job j's shift in us in link l's own optimum.
+int64_t LinkShiftUs(const JointLink& link, size_t j) {
+  return int64_t{link.solution->shifts[link.PositionOf(j)]} * link.circle->quantum_us;
+}
+
+double Norm(const JointLink& link) {
+  return static_cast<double>(link.circle->bins) * link.capacity_gbps;
+}
+
+}  // namespace
+
+JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Component& component,
+                       const std::vector<JointLink>& links, const std::vector<JointJob>& jobs,
+                       const JointSolverOptions& options, std::vector<int64_t>& shifts,
+                       const std::function<bool()>& out_of_time) {
+  JointResult result;
+  size_t root = component.jobs.front();
+  for (size_t j : component.jobs) {
+    if (jobs[j].pinned_shift_us) {
+      root = j;
+      break;
+    }
+  }
+  const int64_t root_shift = jobs[root].pinned_shift_us.value_or(0);
+  auto link_shift = [&](size_t l, size_t j) { return LinkShiftUs(links[l], j); };
+  auto period = [&](size_t l, size_t j) -> int64_t {
+    return links[l].circle->jobs[links[l].PositionOf(j)].period_us;
+  };
+  auto every_link_optimal = [&](const std::vector<int64_t>& t) {
+    for (size_t l : component.links) {
+      const JointLink& link = links[l];
+      if (link.Cost(t) > link.solution->total_excess / Norm(link) + 1e-12) return false;
+    }
+    return true;
+  };
+  auto pin = [&](std::vector<int64_t>& t) {
+    for (size_t j : component.jobs) {
+      if (jobs[j].pinned_shift_us) t[j] = *jobs[j].pinned_shift_us;
+    }
+  };
+
+  std::vector<double> gain(links.size(), 0.0);
+  for (size_t l : component.links) gain[l] = links[l].gain;
+  std::vector<int64_t> best = shifts;
+  double best_cost = std::numeric_limits<double>::infinity();
+  auto try_tree = [&](const std::vector<AffinityGraph::Edge>& tree) {
+    std::vector<int64_t> t = shifts;
+    WalkSpanningTree(tree, root, root_shift, link_shift, period, t);
+    pin(t);
+    const double cost = JointObjective(component, links, t);
+    if (cost < best_cost - 1e-15) {
+      best_cost = cost;
+      best = std::move(t);
+    }
+  };
+  try_tree(graph.MaxWeightSpanningTree(component, gain));
+  if (every_link_optimal(best)) {
+    shifts = std::move(best);
+    result.optimal = true;
+    return result;
+  }
+  if (AffinityGraph::DropSetCount(component) <= uint64_t{8} * options.max_spanning_trees) {
+    graph.ForEachSpanningTree(component, options.max_spanning_trees, try_tree);
+  }
+  shifts = std::move(best);
+
+  // Coordinate descent over the free jobs, within an evaluation budget. A
+  // link's evaluator (its patterns tiled around the circle, N + B_j values
+  // per job) lives only while one of its jobs moves: a tangled component's
+  // links would otherwise hold all their tiles at once.
+  uint64_t spent = 0;
+  std::vector<std::vector<size_t>> links_of_job(jobs.size());
+  for (size_t l : component.links) {
+    for (size_t j : links[l].jobs) links_of_job[j].push_back(l);
+  }
+  bool go_on = true;
+  for (uint32_t sweep = 0; sweep < options.max_sweeps && go_on; ++sweep) {
+    bool moved = false;
+    for (size_t j : component.jobs) {
+      if (jobs[j].pinned_shift_us) continue;
+      if (spent > options.max_evaluations) {
+        go_on = false;
+        break;
+      }
+      if (out_of_time && out_of_time()) {
+        result.stopped = true;
+        go_on = false;
+        break;
+      }
+      // Per link of j: its evaluator and the other jobs' load.
+      std::vector<std::unique_ptr<CircleEvaluator>> evaluators;
+      std::vector<ScratchBuffer> others;
+      uint32_t step = std::numeric_limits<uint32_t>::max();
+      uint64_t bins_per_try = 0;
+      for (size_t l : links_of_job[j]) {
+        const JointLink& link = links[l];
+        evaluators.push_back(std::make_unique<CircleEvaluator>(*link.circle, link.capacity_gbps));
+        ScratchBuffer load(link.circle->bins);
+        for (size_t p = 0; p < link.jobs.size(); ++p) {
+          if (link.jobs[p] != j) evaluators.back()->AddJob(p, link.Bins(p, shifts[link.jobs[p]]), load.get());
+        }
+        others.push_back(std::move(load));
+        step = std::min(step, link.circle->quantum_us);
+        bins_per_try = bins_per_try > std::numeric_limits<uint64_t>::max() - link.circle->bins
+                           ? std::numeric_limits<uint64_t>::max()
+                           : bins_per_try + link.circle->bins;
+      }
+      const int64_t job_period = QuantizedPeriodUs(jobs[j].period_us, step);
+      auto cost_at = [&](int64_t t, double bound) {
+        double sum = 0;
+        for (size_t i = 0; i < links_of_job[j].size() && sum <= bound; ++i) {
+          const JointLink& link = links[links_of_job[j][i]];
+          const double n = Norm(link);
+          const size_t pos = link.PositionOf(j);
+          sum += evaluators[i]->ExcessWith(others[i].get(), pos, link.Bins(pos, t), (bound - sum) * n) / n;
+        }
+        return sum;
+      };
+      // Every shift when affordable (the product checked for overflow), else
+      // those that line j up with a neighbour k as their shared link's own
+      // optimum would.
+      std::vector<int64_t> tries;
+      uint64_t full_scan = 0;
+      if (!__builtin_mul_overflow(static_cast<uint64_t>(job_period / step), bins_per_try, &full_scan) &&
+          full_scan <= options.full_scan_evaluations) {
+        for (int64_t t = 0; t < job_period; t += step) tries.push_back(t);
+      } else {
+        for (size_t l : links_of_job[j]) {
+          for (size_t k : links[l].jobs) {
+            if (k == j) continue;
+            const int64_t t = shifts[k] - link_shift(l, k) + link_shift(l, j);
+            tries.push_back(((t % job_period) + job_period) % job_period);
+          }
+        }
+      }
+      double current = cost_at(shifts[j], std::numeric_limits<double>::infinity());
+      int64_t best_t = shifts[j];
+      for (int64_t t : tries) {
+        const double c = cost_at(t, current);
+        if (c < current - 1e-12) {
+          current = c;
+          best_t = t;
+        }
+      }
+      for (const auto& evaluator : evaluators) spent += evaluator->evaluations();
+      if (best_t != shifts[j]) {
+        shifts[j] = best_t;
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  result.optimal = every_link_optimal(shifts);
+  return result;
+}
+
+}  // namespace phasor::placer
