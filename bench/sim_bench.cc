@@ -11,14 +11,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "sim/fluid_network.h"
 #include "models/model_catalog.h"
+#include "sim/fluid_network.h"
 #include "topology/generators.h"
 #include "topology/router.h"
 #include "topology/traffic.h"
 
 namespace phasor::sim {
 namespace {
+
+using models::kMeasuredNicGbps;
+using models::ModelCatalog;
+using models::ModelTiming;
 
 void BM_FluidHourOf100JobsOn128Servers(benchmark::State& state) {
   absl::StatusOr<ModelCatalog> models = ModelCatalog::Load("data/models");

@@ -96,7 +96,7 @@ function(phasor_fuzzer name)
     set(max_len -max_len=${ARG_MAX_LEN})
   endif()
   add_test(NAME ${name}
-           COMMAND ${CMAKE_CURRENT_BINARY_DIR}/${name} -runs=20000 -max_total_time=20 -seed=1 ${max_len}
+           COMMAND ${CMAKE_CURRENT_BINARY_DIR}/${name} -runs=20000 -max_total_time=20 -seed=1 -rss_limit_mb=4096 ${max_len}
                    ${scratch} ${ARG_CORPUS})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120)
 endfunction()

@@ -75,6 +75,14 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
   if (!level_ok) {
     return absl::InvalidArgumentError(absl::StrCat("log_level: '", o.log_level, "' is not a spdlog level"));
   }
+  const std::pair<const char*, uint64_t> limits[] = {{"limits.max_job_bins", o.rank_limits.max_job_bins},
+                                                     {"limits.max_link_bins", o.rank_limits.max_link_bins},
+                                                     {"limits.max_jobs_x_links", o.rank_limits.max_jobs_x_links},
+                                                     {"limits.max_evaluations", o.rank_limits.max_evaluations},
+                                                     {"limits.deadline_ms", o.rank_limits.deadline_ms}};
+  for (const auto& [key, value] : limits) {
+    if (value == 0) return absl::InvalidArgumentError(absl::StrCat(key, ": must be > 0"));
+  }
   return absl::OkStatus();
 }
 
@@ -127,6 +135,20 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
         if (ck == "server_secret_key_file") s = Read(c.second, full, o.curve.server_secret_key_file);
         else if (ck == "server_public_key_file") s = Read(c.second, full, o.curve.server_public_key_file);
         else if (ck == "allowed_clients_file") s = Read(c.second, full, o.curve.allowed_clients_file);
+        else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
+        if (!s.ok()) return s;
+      }
+    } else if (key == "limits") {
+      if (!v.IsMap()) return absl::InvalidArgumentError("limits: must be a mapping");
+      placer::RankLimits& l = o.rank_limits;
+      for (const auto& c : v) {
+        const std::string lk = c.first.as<std::string>();
+        const std::string full = "limits." + lk;
+        if (lk == "max_job_bins") s = Read(c.second, full, l.max_job_bins);
+        else if (lk == "max_link_bins") s = Read(c.second, full, l.max_link_bins);
+        else if (lk == "max_jobs_x_links") s = Read(c.second, full, l.max_jobs_x_links);
+        else if (lk == "max_evaluations") s = Read(c.second, full, l.max_evaluations);
+        else if (lk == "deadline_ms") s = Read(c.second, full, l.deadline_ms);
         else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
         if (!s.ok()) return s;
       }

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "placer/ranker.h"
 #include "protocol/endpoint.h"
 
 namespace phasor::daemon {
@@ -58,6 +59,12 @@ struct DaemonOptions {
   uint32_t max_jobs_per_request = 4096;       // LIMIT_EXCEEDED
   uint32_t max_links_per_request = 65536;     // LIMIT_EXCEEDED
   uint32_t max_candidates_per_request = 256;  // LIMIT_EXCEEDED
+  // What one RankRequest may cost (YAML `limits:`, placer::RankLimits with
+  // its defaults): bins per job pattern, bins per link, jobs x links, the
+  // solvers' evaluation budget and a wall-clock deadline. Over a limit the
+  // request gets LIMIT_EXCEEDED naming it, before anything is allocated (the
+  // deadline: when it passes). max_candidates is max_candidates_per_request.
+  placer::RankLimits rank_limits;
 
   // Threads solving RankRequests (the sockets run on one more thread).
   uint32_t solver_threads = 2;

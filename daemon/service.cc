@@ -138,6 +138,10 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
   // without a fabric Rank() rejects them itself.
   if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.unrouted);
   if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
+  prepared.limits = options_.rank_limits;
+  prepared.limits.max_candidates = options_.max_candidates_per_request;
+  // Over a limit the answer comes now, before the request is queued.
+  if (absl::Status s = placer::CheckRankLimits(*request, prepared.limits); !s.ok()) return s;
   for (const placer::Link& l : request->links) link_capacity_gbps_[l.id] = l.capacity_gbps;
   for (int j = 0; j < req.jobs_size(); ++j) {
     if (req.jobs(j).has_profile()) request_profiles_[request->jobs[j].id] = request->jobs[j].profile;
@@ -158,7 +162,9 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
   const auto begin = std::chrono::steady_clock::now();
   placer::Ranking ranking;
   try {
-    ranking = placer::Rank(prepared.request);
+    absl::StatusOr<placer::Ranking> ranked = placer::RankWithin(prepared.request, prepared.limits);
+    if (!ranked.ok()) return ranked.status();
+    ranking = *std::move(ranked);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("ranking failed: ", e.what()));
   }
@@ -209,6 +215,7 @@ void Service::PublishAll() {
 }
 
 absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) {
+  if (absl::Status s = protocol::ValidateCommitPlacement(req); !s.ok()) return s;
   absl::StatusOr<StoredRanking> stored = store_->GetRanking(req.ranking_id());
   if (!stored.ok()) {
     if (absl::IsNotFound(stored.status())) return stored.status();
@@ -293,6 +300,7 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
 
 absl::StatusOr<v1::OffsetUpdate> Service::GetOffset(const v1::GetOffset& req) const {
   if (req.job().empty()) return absl::InvalidArgumentError("job: must not be empty");
+  if (absl::Status s = protocol::ValidateGetOffset(req); !s.ok()) return s;
   auto it = offsets_.find(req.job());
   if (it == offsets_.end()) return absl::NotFoundError(absl::StrCat("job: no offset for job '", req.job(), "'"));
   v1::OffsetUpdate reply = ToUpdate(it->second);
@@ -366,7 +374,8 @@ absl::Status CheckProfileUpdate(const v1::ProfileUpdate& update) {
   if (!(update.confidence() >= 0 && update.confidence() <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("confidence: ", update.confidence(), " is not in 0..1"));
   }
-  if (absl::Status s = placer::ValidateProfile(protocol::ProfileFromUpdate(update)); !s.ok()) {
+  // The wire's ranges (protocol/convert.h): kind, source, the profile's.
+  if (absl::Status s = protocol::ValidateProfileUpdate(update); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("profile of '", update.subject(), "': ", s.message()));
   }
   return absl::OkStatus();

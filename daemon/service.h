@@ -59,6 +59,7 @@ struct PreparedRanking {
   placer::RankRequest request;
   std::vector<placer::RejectedCandidate> unrouted;  // server-form candidates that could not be routed
   std::string candidates;                           // the request as ranked (serialized RankRequest)
+  placer::RankLimits limits;                        // the configured limits, deadline included
 };
 
 // The checks a ProfileUpdate passes before phasord keeps it (and again when a

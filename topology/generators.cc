@@ -96,7 +96,9 @@ absl::StatusOr<Topology> MakeFatTree(const FatTreeOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("fat_tree.k: must be even and >= 2 (got ", o.k, ")"));
   }
-  if (o.k > 128) return absl::InvalidArgumentError("fat_tree.k: must be <= 128");
+  // k = 64 is 65,536 servers (about 120 MB here); larger fabrics are given
+  // as explicit YAML.
+  if (o.k > 64) return absl::InvalidArgumentError("fat_tree.k: must be <= 64");
   if (absl::Status s = CheckPositive(o.nic_gbps, "fat_tree.nic_gbps"); !s.ok()) return s;
   const double fabric = o.fabric_gbps == 0 ? o.nic_gbps : o.fabric_gbps;
   if (absl::Status s = CheckPositive(fabric, "fat_tree.fabric_gbps"); !s.ok()) return s;

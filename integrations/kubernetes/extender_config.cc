@@ -65,7 +65,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(const std::string& yaml_text)
       {"gpus_annotation", [&](const std::string& k) { return Read(doc, k, e.gpus_annotation); }},
       {"models_dir", [&](const std::string& k) { return Read(doc, k, e.models_dir); }},
       {"quantum_us", [&](const std::string& k) { return Read(doc, k, e.rank.circle.quantum_us); }},
-      {"max_spanning_trees", [&](const std::string& k) { return Read(doc, k, e.rank.max_spanning_trees); }},
+      {"max_spanning_trees", [&](const std::string& k) { return Read(doc, k, e.rank.joint.max_spanning_trees); }},
       {"max_candidates", [&](const std::string& k) { return Read(doc, k, e.max_candidates); }},
       {"filter_to_plan", [&](const std::string& k) { return Read(doc, k, e.filter_to_plan); }},
       {"plan_ttl_ms", [&](const std::string& k) { return Read(doc, k, e.plan_ttl_ms); }},

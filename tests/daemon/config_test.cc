@@ -69,6 +69,23 @@ log_level: debug
   EXPECT_EQ(o->log_level, "debug");
 }
 
+TEST(ConfigTest, RankLimitsParseAndNameTheirKeys) {
+  absl::StatusOr<DaemonOptions> o = ParseDaemonConfig(
+      "allow_plain: true\nrequest_endpoint: ipc:///tmp/r\nprofile_endpoint: ipc:///tmp/p\n"
+      "offset_endpoint: ipc:///tmp/o\nlimits:\n  max_job_bins: 64\n  max_link_bins: 128\n"
+      "  max_jobs_x_links: 9\n  max_evaluations: 1000\n  deadline_ms: 5\n");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->rank_limits.max_job_bins, 64u);
+  EXPECT_EQ(o->rank_limits.max_link_bins, 128u);
+  EXPECT_EQ(o->rank_limits.max_jobs_x_links, 9u);
+  EXPECT_EQ(o->rank_limits.max_evaluations, 1000u);
+  EXPECT_EQ(o->rank_limits.deadline_ms, 5u);
+  EXPECT_EQ(DaemonOptions().rank_limits.deadline_ms, placer::RankLimits().deadline_ms);
+  EXPECT_EQ(ErrorOf("allow_plain: true\nlimits:\n  max_bins: 3\n"), "limits.max_bins: unknown key");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nlimits: 3\n"), "limits: must be a mapping");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nlimits:\n  deadline_ms: 0\n"), "limits.deadline_ms: must be > 0");
+}
+
 TEST(ConfigTest, BadKeysAndValuesNameTheKey) {
   EXPECT_EQ(ErrorOf("allow_plain: true\nsolver_thread: 2\n"), "solver_thread: unknown key");
   EXPECT_EQ(ErrorOf("allow_plain: true\nsolver_threads: many\n"), "solver_threads: wrong type");

@@ -84,6 +84,8 @@ TEST_F(ServiceTest, ErrorsKeepTheirCanonicalCodes) {
   get.set_job("ghost");
   EXPECT_EQ(service->GetOffset(get).status(), absl::NotFoundError("job: no offset for job 'ghost'"));
   v1::CommitPlacement commit;
+  EXPECT_EQ(service->Commit(commit).status(), absl::InvalidArgumentError("candidate: must not be empty"));
+  commit.set_candidate("c0");
   commit.set_ranking_id(99);
   EXPECT_TRUE(absl::IsNotFound(service->Commit(commit).status()));
 
@@ -99,6 +101,14 @@ TEST_F(ServiceTest, ErrorsKeepTheirCanonicalCodes) {
   v1::RankRequest many = protocol::ToProto(::phasor::testing::SampleRankRequest());
   EXPECT_EQ(limited->Rank(many).status(),
             absl::ResourceExhaustedError("candidates: 3 entries exceed the limit of 1"));
+
+  // The placer's limits from the config: over one, the answer names it.
+  options_.max_candidates_per_request = 256;
+  options_.rank_limits.max_jobs_x_links = 2;
+  std::unique_ptr<Service> tight = Open();
+  absl::Status over = tight->Rank(many).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(over)) << over;
+  EXPECT_THAT(over.message(), HasSubstr("max_jobs_x_links"));
 
   v1::ProfileUpdate bad;
   bad.set_subject("a");

@@ -66,6 +66,17 @@ TEST(TopologyRangesTest, HugeGeneratedFabricIsRejectedBeforeBuilding) {
             "1000000 nodes");
 }
 
+// Found by topology_yaml_fuzz: `fat_tree: {k: 82, servers: 1}` built 6,700
+// switches and 275,000 links, past the fuzzer's memory limit under ASan.
+// Generated fat trees stop at k = 64 (65,536 servers).
+TEST(TopologyRangesTest, FatTreeKAboveSixtyFourIsRejected) {
+  EXPECT_EQ(YamlError("generate:\n  fat_tree: {k: 82, servers: 1}\n"), "f.yaml:2: fat_tree.k: must be <= 64");
+  FatTreeOptions o;
+  o.k = 64;
+  o.servers = 16;
+  EXPECT_TRUE(MakeFatTree(o).ok());
+}
+
 // Was unbounded: a product of two ranges expanded to 10^12 names.
 TEST(TopologyRangesTest, SlurmHostListsStopAtTheNodeLimit) {
   EXPECT_EQ(SlurmError("SwitchName=s Nodes=a[0-999999]b[0-999999]\n"),
