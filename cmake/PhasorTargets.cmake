@@ -52,7 +52,7 @@ endfunction()
 # inputs going to a scratch corpus in the build tree. bench/fuzz.sh runs
 # every such target longer.
 function(phasor_fuzzer name)
-  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;LIBS;CORPUS" ${ARGN})
+  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;HEADERS;LIBS;CORPUS" ${ARGN})
   find_program(PHASOR_CLANGXX NAMES clang++ clang++-14)
   if(NOT PHASOR_CLANGXX)
     return()
@@ -68,7 +68,8 @@ function(phasor_fuzzer name)
     endif()
   endforeach()
   # One clang++ call compiles every source, so no depfile: rebuild on any
-  # header of the modules a fuzzer compiles, or of its own fuzz/ folder.
+  # header of the modules a fuzzer compiles, of its own fuzz/ folder, or
+  # named in HEADERS.
   file(GLOB headers ${PROJECT_SOURCE_DIR}/placer/*.h ${PROJECT_SOURCE_DIR}/protocol/*.h
        ${PROJECT_SOURCE_DIR}/topology/*.h ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*.h)
   add_custom_command(
@@ -76,7 +77,7 @@ function(phasor_fuzzer name)
     COMMAND ${PHASOR_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -isystem ${PROJECT_BINARY_DIR}/generated
             ${ARG_SOURCES} ${link} -o ${CMAKE_CURRENT_BINARY_DIR}/${name}
-    DEPENDS ${ARG_SOURCES} ${headers}
+    DEPENDS ${ARG_SOURCES} ${ARG_HEADERS} ${headers}
     COMMENT "clang++ libFuzzer target ${name}"
     VERBATIM)
   add_custom_target(${name}_fuzzer ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name})
