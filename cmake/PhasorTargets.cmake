@@ -44,15 +44,17 @@ function(phasor_benchmark name)
   phasor_warnings(${name})
 endfunction()
 
-# phasor_fuzzer(NAME SOURCES... LIBS... CORPUS... [MAX_LEN n]): a libFuzzer
+# phasor_fuzzer(NAME SOURCES... [HEADERS...] LIBS... CORPUS... [DEFINES...]
+# [DEPENDS target...] [MAX_LEN n]): a libFuzzer
 # target built by clang++ with -fsanitize=fuzzer,address,undefined from the
 # listed sources (the code under test is compiled here, instrumented; LIBS
 # are linked as built, by target name or file), when clang++ is installed;
 # ctest runs it briefly on its seed corpora (CORPUS, read-only) with new
 # inputs going to a scratch corpus in the build tree. bench/fuzz.sh runs
-# every such target longer.
+# every such target longer. DEFINES are NAME=VALUE macros for the sources;
+# DEPENDS names targets to build first (e.g. one that generates a corpus).
 function(phasor_fuzzer name)
-  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;HEADERS;LIBS;CORPUS" ${ARGN})
+  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;HEADERS;LIBS;CORPUS;DEFINES;DEPENDS" ${ARGN})
   find_program(PHASOR_CLANGXX NAMES clang++ clang++-14)
   if(NOT PHASOR_CLANGXX)
     return()
@@ -72,15 +74,22 @@ function(phasor_fuzzer name)
   # named in HEADERS.
   file(GLOB headers ${PROJECT_SOURCE_DIR}/placer/*.h ${PROJECT_SOURCE_DIR}/protocol/*.h
        ${PROJECT_SOURCE_DIR}/topology/*.h ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*.h)
+  set(defines)
+  foreach(d ${ARG_DEFINES})
+    list(APPEND defines -D${d})
+  endforeach()
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}
     COMMAND ${PHASOR_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} -isystem ${PROJECT_BINARY_DIR}/generated
-            ${ARG_SOURCES} ${link} -o ${CMAKE_CURRENT_BINARY_DIR}/${name}
+            ${defines} ${ARG_SOURCES} ${link} -o ${CMAKE_CURRENT_BINARY_DIR}/${name}
     DEPENDS ${ARG_SOURCES} ${ARG_HEADERS} ${headers}
     COMMENT "clang++ libFuzzer target ${name}"
     VERBATIM)
   add_custom_target(${name}_fuzzer ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name})
+  foreach(t ${ARG_DEPENDS})
+    add_dependencies(${name}_fuzzer ${t})
+  endforeach()
   foreach(lib ${ARG_LIBS})
     if(TARGET ${lib})
       get_target_property(type ${lib} TYPE)
