@@ -114,8 +114,11 @@ double ParabolicPeak(const std::vector<double>& r, size_t i) {
   if (i == 0 || i + 1 >= r.size() || std::isnan(r[i - 1]) || std::isnan(r[i + 1])) return i;
   const double a = r[i - 1], b = r[i], c = r[i + 1];
   const double den = a - 2 * b + c;
-  if (den >= 0) return i;
+  // Not a strict maximum, or a neighbour that is not finite (a NaN r[i] or
+  // an infinite a - c would otherwise make the offset NaN): the lag itself.
+  if (!(den < 0)) return i;
   const double d = 0.5 * (a - c) / den;
+  if (!std::isfinite(d)) return i;
   return static_cast<double>(i) + std::clamp(d, -0.5, 0.5);
 }
 
@@ -358,7 +361,12 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
       if (arg == 0 || r[t] > r[arg]) arg = t;
     }
     if (arg == 0 || !(r[arg] >= 0.5 * out.acf_peak)) break;
-    period = ParabolicPeak(r, arg) / static_cast<double>(k);
+    // The k-th multiple must agree with the estimate so far: on a short
+    // period the window around k*T reaches back to T's own peak, and taking
+    // that as k*T would divide the period by k at every step.
+    const double refined = ParabolicPeak(r, arg) / static_cast<double>(k);
+    if (!(std::abs(refined - period) <= uncertainty)) break;
+    period = refined;
     uncertainty = 0.6 / static_cast<double>(k);
   }
   // Step 4b: epoch folding on a fine grid within that uncertainty, chunk by

@@ -134,6 +134,35 @@ TEST(ProfileExtractorTest, PrefersThePeriodOverItsMultiples) {
   EXPECT_NEAR(p->period_exact_us, 50'000, 250);
 }
 
+// Regression (probe_sysfs_fuzz): on a period of about three bins, the
+// window searched around 2T reached back to T's own peak, which was then
+// taken as 2T; the period halved at every refinement step down to about
+// 1e-19 bins, and folding at it divided by zero (NaN phase bin index).
+TEST(ProfileExtractorTest, RegressionShortPeriodDoesNotCollapse) {
+  int periodic = 0;
+  for (double bins : {2.87, 3.0, 3.3, 3.6}) {
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+      const double period_us = bins * 10'000;
+      BinnedSeries s = Square(period_us, 0.4, 8, 0, 0, 10'000, 40, 1.5, seed);
+      absl::StatusOr<ExtractedProfile> p = ExtractProfile(s);
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      if (!p->periodic) continue;
+      ++periodic;
+      // The period or (so few bins per period alias) a multiple, never a
+      // fraction: at least the two-bin minimum lag.
+      const double ratio = p->period_exact_us / period_us;
+      const double k = std::round(ratio);
+      EXPECT_GE(k, 1) << bins << " bins, seed " << seed << ": " << p->period_exact_us;
+      EXPECT_NEAR(ratio, k, 0.05 * k) << bins << " bins, seed " << seed << ": " << p->period_exact_us;
+      EXPECT_GE(p->period_us, 20'000u);
+      if (bins == 3.0) {
+        EXPECT_EQ(k, 1) << "seed " << seed;  // a whole number of bins: the period itself
+      }
+    }
+  }
+  EXPECT_GT(periodic, 20);  // most of these are clear patterns
+}
+
 TEST(ProfileExtractorTest, BadInput) {
   BinnedSeries s;
   s.bin_us = 0;
