@@ -158,6 +158,16 @@ absl::StatusOr<Scenario> ScenarioFromJson(const Json& doc, const ModelCatalog* m
     if (job.compute_us == 0 && job.comm_bytes == 0) {
       return Bad(field, "compute_us and comm_bytes are both 0");
     }
+    // One iteration (compute, then comm_bytes at nic_gbps) is a traffic
+    // profile's period, so it has the placer's range: at most an hour.
+    const double iteration_us = job.compute_us + CommUs(job.comm_bytes, job.nic_gbps);
+    if (!(iteration_us <= placer::kMaxPeriodUs)) {
+      return Bad(field, absl::StrCat("one iteration (compute_us + comm_bytes at nic_gbps) takes ", iteration_us,
+                                     " us, over the ", placer::kMaxPeriodUs, " us (one hour) a period may last"));
+    }
+    if (job.iterations > kMaxScenarioIterations) {
+      return Bad(field + ".iterations", absl::StrCat("must be at most ", kMaxScenarioIterations));
+    }
     scenario.jobs.push_back(std::move(job));
   }
   if (doc.contains("seed")) {

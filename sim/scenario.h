@@ -69,8 +69,12 @@ struct Scenario {
 // A job names either raw numbers (compute_us, comm_bytes, nic_gbps) or a
 // measured model ("model" and "placement", optional "local_bsz" and
 // "nic_gbps"), looked up in `models` (may be null: then "model" is an error).
+// Ranges: one iteration (compute_us + comm_bytes at nic_gbps) at most
+// placer::kMaxPeriodUs (an hour), iterations 1..kMaxScenarioIterations,
+// quantum_us 1..1000000, every number finite.
 // Errors: InvalidArgument whose message starts with the field's path
 // ("jobs[0].nic_gbps: must be > 0").
+inline constexpr uint64_t kMaxScenarioIterations = 10'000'000;
 absl::StatusOr<Scenario> ScenarioFromJson(const nlohmann::json& doc, const ModelCatalog* models);
 
 

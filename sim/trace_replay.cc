@@ -61,6 +61,26 @@ double ParseTimestamp(const std::string& text) {
   return days * 86400 + h * 3600 + mi * 60 + s;
 }
 
+// A trace's seconds field: a finite number in 0..max.
+absl::StatusOr<double> TraceSeconds(const std::string& cell, const char* field, double max) {
+  double v = 0;
+  if (!absl::SimpleAtod(cell, &v) || !(v >= 0 && v <= max)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": '", cell, "' is not a number of seconds in 0..", max));
+  }
+  return v;
+}
+
+// A trace's GPU count: an integer in 1..kMaxTraceGpus.
+absl::StatusOr<uint32_t> TraceGpus(const std::string& cell, const char* field) {
+  uint64_t v = 0;
+  if (!absl::SimpleAtoi(cell, &v) || v == 0 || v > kMaxTraceGpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": '", cell, "' is not a GPU count in 1..", kMaxTraceGpus));
+  }
+  return static_cast<uint32_t>(v);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
@@ -97,28 +117,30 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
     if (philly) {
       const int t = col("timestamp"), du = col("duration"), g = col("num_gpus");
       const size_t need = static_cast<size_t>(std::max({t, du, g}));
-      double duration = 0;
-      if (c.size() <= need || !absl::SimpleAtod(c[du], &duration) || !(duration >= 0) ||
-          !absl::SimpleAtoi(c[g], &job.gpus) || job.gpus == 0) {
-        return absl::InvalidArgumentError(where + "malformed row");
-      }
+      if (c.size() <= need) return absl::InvalidArgumentError(where + "malformed row");
+      absl::StatusOr<double> duration = TraceSeconds(c[du], "duration", kMaxTraceDurationS);
+      if (!duration.ok()) return absl::InvalidArgumentError(where + std::string(duration.status().message()));
+      absl::StatusOr<uint32_t> gpus = TraceGpus(c[g], "num_gpus");
+      if (!gpus.ok()) return absl::InvalidArgumentError(where + std::string(gpus.status().message()));
+      job.gpus = *gpus;
       const double at = ParseTimestamp(c[t]);
       if (at < 0) return absl::InvalidArgumentError(where + "timestamp: '" + c[t] + "'");
       job.id = absl::StrCat("philly-", number - 1);
       job.arrival_us = at * 1e6;
-      job.duration_s = std::max(1.0, duration);
+      job.duration_s = std::max(1.0, *duration);
       job.model = options.models[SplitMix(options.seed ^ static_cast<uint64_t>(number)) %
                                  options.models.size()];
     } else {
       const int n = col("name"), t = col("time"), a = col("application"), r = col("num_replicas");
       const size_t need = static_cast<size_t>(std::max({n, t, a, r}));
-      double at = 0;
-      if (c.size() <= need || !absl::SimpleAtod(c[t], &at) || !(at >= 0) ||
-          !absl::SimpleAtoi(c[r], &job.gpus) || job.gpus == 0 || c[n].empty()) {
-        return absl::InvalidArgumentError(where + "malformed row");
-      }
+      if (c.size() <= need || c[n].empty()) return absl::InvalidArgumentError(where + "malformed row");
+      absl::StatusOr<double> at = TraceSeconds(c[t], "time", kMaxTraceTimeS);
+      if (!at.ok()) return absl::InvalidArgumentError(where + std::string(at.status().message()));
+      absl::StatusOr<uint32_t> gpus = TraceGpus(c[r], "num_replicas");
+      if (!gpus.ok()) return absl::InvalidArgumentError(where + std::string(gpus.status().message()));
+      job.gpus = *gpus;
       job.id = c[n];
-      job.arrival_us = at * 1e6;
+      job.arrival_us = *at * 1e6;
       job.model = c[a];
       // Log-normal (sigma 0.8) around the median, by Box-Muller.
       const double u1 = std::max(1e-12, Unit(rng())), u2 = Unit(rng());
@@ -476,7 +498,7 @@ class Replayer {
           if (v.id == s) --v.free_gpus;
         }
       }
-      std::erase_if(pending_, [&](const PendingJob& p) { return p.id == id; });
+      std::erase_if(pending_, [&, &job = id](const PendingJob& p) { return p.id == job; });
       running_.emplace(id, std::move(plan.running));
     }
     return absl::OkStatus();

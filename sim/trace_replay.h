@@ -58,8 +58,16 @@ struct TraceLoadOptions {
   std::vector<std::string> models;           // Philly: the models to assign (must not be empty)
 };
 
+// The valid ranges of a trace's fields (docs/simulator.md): GPU counts
+// 1..kMaxTraceGpus, durations 0..kMaxTraceDurationS (a year), arrival times
+// 0..kMaxTraceTimeS (about 31 years).
+inline constexpr uint32_t kMaxTraceGpus = 65536;
+inline constexpr double kMaxTraceDurationS = 365.0 * 86400;
+inline constexpr double kMaxTraceTimeS = 1e9;
+
 // Reads a trace. InvalidArgument "<path>:<line>: <what>" for a malformed row
-// or an unknown header; NotFound when the file cannot be read.
+// (a field out of its range names the field), or an unknown header; NotFound
+// when the file cannot be read.
 absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
                                                 const TraceLoadOptions& options);
 

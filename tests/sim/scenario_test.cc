@@ -39,6 +39,24 @@ TEST(ScenarioTest, ParsesTheIssueExample) {
   EXPECT_EQ(s.mode, ShiftMode::kOnce);
 }
 
+// Regression (sim_inputs_fuzz): a compute_us of 1.2e100 was accepted and
+// the simulation of its 30 iterations never ended.
+TEST(ScenarioTest, RegressionAnIterationLongerThanAnHourIsRejected) {
+  EXPECT_THAT(Error(R"({"links": [{"id": "l1", "capacity_gbps": 50}],
+     "jobs": [{"id": "a", "compute_us": 1.2e100, "comm_bytes": 5e7, "nic_gbps": 50, "links": {"l1": 1}}]})"),
+              HasSubstr("jobs[0]: one iteration (compute_us + comm_bytes at nic_gbps) takes 1.2e+100 us, over the "
+                        "3600000000 us (one hour) a period may last"));
+  EXPECT_THAT(Error(R"({"links": [{"id": "l1", "capacity_gbps": 50}],
+     "jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1e300, "nic_gbps": 1e-9, "links": {"l1": 1}}]})"),
+              HasSubstr("jobs[0]: one iteration"));
+  EXPECT_THAT(Error(R"({"links": [{"id": "l1", "capacity_gbps": 50}],
+     "jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "links": {"l1": 1}, "iterations": 10000001}]})"),
+              HasSubstr("jobs[0].iterations: must be at most 10000000"));
+  // An hour exactly is a valid period.
+  EXPECT_TRUE(ScenarioFromJson(nlohmann::json::parse(R"({"links": [{"id": "l1", "capacity_gbps": 50}],
+     "jobs": [{"id": "a", "compute_us": 3.6e9, "comm_bytes": 0, "links": {"l1": 1}}]})"), nullptr).ok());
+}
+
 TEST(ScenarioTest, RejectsBadInputNamingTheField) {
   EXPECT_THAT(Error(R"({"links": [{"id": "l1", "capacity_gbps": -5}], "jobs": []})"),
               HasSubstr("links[0].capacity_gbps"));

@@ -139,8 +139,33 @@ TEST(TraceTest, RejectsMalformedTraces) {
                                     options)
                               .status()
                               .message()),
-              HasSubstr(":2: malformed row"));
+              HasSubstr(":2: num_replicas: '0' is not a GPU count in 1..65536"));
   EXPECT_EQ(LoadTrace("/nonexistent.csv", options).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Regression (sim_inputs_fuzz): a Philly row with an infinite duration and a
+// GPU count over 2^32 loaded as a job of 4290967297 GPUs running forever.
+TEST(TraceTest, RegressionFieldsOutOfRangeNameTheField) {
+  TraceLoadOptions options;
+  options.models = {"bert"};
+  auto error = [&](const char* name, const char* text) {
+    return std::string(LoadTrace(WriteTemp(name, text), options).status().message());
+  };
+  EXPECT_THAT(error("r1.csv", "timestamp,duration,num_gpus\n2017-10-09 07:01:55,1e400,1\n"),
+              HasSubstr(":2: duration: '1e400' is not a number of seconds in 0..3.1536e+07"));
+  EXPECT_THAT(error("r2.csv", "timestamp,duration,num_gpus\n2017-10-09 07:01:55,5,4290967297\n"),
+              HasSubstr(":2: num_gpus: '4290967297' is not a GPU count in 1..65536"));
+  EXPECT_THAT(error("r3.csv", "timestamp,duration,num_gpus\n2017-10-09 07:01:55,-1,2\n"),
+              HasSubstr(":2: duration: '-1'"));
+  EXPECT_THAT(error("r4.csv", "name,time,application,num_replicas\nx,1e300,bert,2\n"),
+              HasSubstr(":2: time: '1e300' is not a number of seconds in 0..1e+09"));
+  EXPECT_THAT(error("r5.csv", "name,time,application,num_replicas\nx,nan,bert,2\n"), HasSubstr(":2: time: 'nan'"));
+  // The bounds themselves are valid.
+  absl::StatusOr<std::vector<TraceJob>> edge =
+      LoadTrace(WriteTemp("r6.csv", "timestamp,duration,num_gpus\n2017-10-09 07:01:55,31536000,65536\n"), options);
+  ASSERT_TRUE(edge.ok()) << edge.status().message();
+  EXPECT_EQ((*edge)[0].gpus, 65536u);
+  EXPECT_EQ((*edge)[0].duration_s, 31536000);
 }
 
 // Two 12-GPU deepspeech2 jobs (measured "444": Up is 33% of the iteration) on
