@@ -5,7 +5,9 @@ Starts a real phasord (ipc:// endpoints, default limits, solver_threads 2)
 in a temp dir, sends N maximal-but-legal RankRequests and then N over-limit
 ones (cycling through five limits: candidates per request, jobs x links, bins per
 job pattern, jobs per request, evaluation budget), and reports per phase: replies by
-code, reply latency (p50, p99, max) and phasord's resident memory (VmRSS
+code, reply latency (p50, p99, max; per limit for the over-limit phase: the
+latency includes encoding and sending the request, 4 MB for jobs x links)
+and phasord's resident memory (VmRSS
 after the phase, VmHWM = peak so far) from /proc. Stops phasord by pid.
 
   bench/phasord_limits.py [--phasord build/cmd/phasord/phasord] [--requests 1000] [--maximal-links 8]
@@ -119,7 +121,7 @@ def main():
         if kind == 3:  # 4097 jobs (max_jobs_per_request 4096)
             for j in range(4097 - 2):
                 job(r.jobs.add(id="j%d" % j), 1000, 100)
-            return r, "4096"
+            return r, "4096 jobs"
         r.options.exact_max_evaluations = 100000001  # over max_evaluations
         return r, "max_evaluations"
 
@@ -145,20 +147,26 @@ def main():
             codes = collections.Counter()
             named = collections.Counter()
             latencies = []
+            by_limit = collections.defaultdict(list)
+            sizes = {}
             began = time.time()
             for i in range(args.requests):
                 request, limit = make(i)
+                if limit is not None:
+                    sizes[limit] = request.ByteSize()
                 t = time.perf_counter()
                 try:
                     client.rank(request)
                     codes["OK"] += 1
                 except phasor.PhasorError as e:
                     codes[e.code] += 1
-                    if limit is not None and limit in e.message:
+                    if limit is not None and limit.split()[0] in e.message:
                         named[limit] += 1
                     elif limit is not None and os.environ.get("PHASOR_BENCH_VERBOSE"):
                         print("  %s: %s %s" % (limit, e.code, e.message[:200]))
                 latencies.append((time.perf_counter() - t) * 1e3)
+                if limit is not None:
+                    by_limit[limit].append(latencies[-1])
                 if (i + 1) % max(1, args.requests // 10) == 0:
                     print("  %s: %d/%d (%.0f s)" % (name, i + 1, args.requests, time.time() - began), flush=True)
             mem = memory_kib(proc.pid)
@@ -167,6 +175,9 @@ def main():
                 print("  the error named the limit: %s" % dict(named))
             print("  latency ms: p50 %.2f  p99 %.2f  max %.2f" %
                   (percentile(latencies, 50), percentile(latencies, 99), max(latencies)))
+            for limit, values in sorted(by_limit.items()):
+                print("    %-18s p50 %.2f  p99 %.2f ms (%d requests, %d bytes each)" %
+                      (limit, percentile(values, 50), percentile(values, 99), len(values), sizes[limit]))
             print("  phasord VmRSS %d KiB, VmHWM (peak so far) %d KiB" % (mem["VmRSS"], mem["VmHWM"]))
         client.health()  # still serving
         print("phasord still answers Health after both phases")
