@@ -23,7 +23,7 @@ absl::StatusOr<json> ParseJson(std::string_view text, const std::string& name) {
   if (!doc.is_discarded()) return doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
     return Bad(name, absl::StrCat("malformed JSON (", e.what(), ")"));
   }
   return doc;

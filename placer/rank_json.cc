@@ -274,7 +274,7 @@ absl::StatusOr<RankRequest> ParseRankRequest(std::string_view text) {
     // Parse again with exceptions for the position of the error.
     try {
       doc = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
       return Bad("input", absl::StrCat("malformed JSON (", e.what(), ")"));
     }
   }

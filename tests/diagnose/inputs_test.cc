@@ -109,6 +109,15 @@ TEST(ProfileLinesTest, MalformedJsonNamesTheLine) {
   EXPECT_THAT(std::string(lines.status().message()), StartsWith("p.jsonl:2: malformed JSON ("));
 }
 
+// Regression: the same re-parse as the rank contract's threw out_of_range on
+// a number too large for a double, uncaught.
+TEST(PlacementTest, RegressionANumberOverflowIsMalformedJson) {
+  absl::StatusOr<Placement> p = ParsePlacement(R"({"servers": {"a": ["s1"]}, "x": 1e99999})", "p.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("malformed JSON ("));
+}
+
 TEST(PlacementTest, ParsesServersSubjectsAndOptions) {
   absl::StatusOr<Placement> p = ParsePlacement(
       R"({"id": "now", "servers": {"a": ["s1", "s3"], "b": ["s2", "s4"]},

@@ -45,6 +45,17 @@ TEST(RankJsonTest, ParsesAValidRequestFully) {
   EXPECT_EQ(r->options.circle.max_bins, 65536u);
 }
 
+// Regression (placer_rank_json_fuzz, bench/fuzz.sh): a number too large for
+// a double made the re-parse (for the error position) throw out_of_range,
+// which nothing caught: `phasor rank` ended in std::terminate.
+TEST(RankJsonTest, RegressionANumberOverflowIsMalformedJson) {
+  absl::StatusOr<RankRequest> r = ParseRankRequest(R"({"links": [{"id": "l", "capacity_gbps": 1.1e1111}]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("malformed JSON ("));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("number overflow parsing '1.1e1111'"));
+}
+
 TEST(RankJsonTest, OutputUsesTheContractsFieldNames) {
   nlohmann::json doc = nlohmann::json::parse(kSpecExample);
   doc["jobs"][0]["profile"]["period_us"] = 3000;
