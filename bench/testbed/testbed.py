@@ -7,7 +7,7 @@ committing, phasor's Python agent gating every rank's iterations (train.py),
 and `phasor simulate` predicting every scenario. Needs root.
 
     testbed.py --build build [--reps 5] [--iterations 12] [--out bench/testbed/results.md]
-    testbed.py --build build --quick      the short check the test suite runs (exit 77: cannot run)
+    testbed.py --build build --quick      the short check (exit 77: cannot run; docs/testbed.md)
 
 Scenarios (each repetition, in this order; "pair" topology):
   alone-A, alone-B   each job on its own (phasor profile measures it, publishes to phasord)
@@ -461,7 +461,7 @@ def interrupt(signum, frame):
 
 
 def quick(a, build):
-    """The test suite's short check (tests/bench/CMakeLists.txt): job A alone
+    """The short check (not in the test suite: not reliable, docs/testbed.md): job A alone
     (profiled by `phasor profile`, published), phasord's ranking of both jobs
     on the shared link (B, the same program, is given A's measured profile, so
     no second profiling run is needed), then A and B together without phasor
@@ -547,7 +547,7 @@ def main(argv):
     ap.add_argument("--prefix", default="phtb-tb-")
     ap.add_argument("--no-loop", action="store_true", help="skip the three-job loop")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, scenarios)")
-    ap.add_argument("--quick", action="store_true", help="the test suite's short check (exit 77: cannot run)")
+    ap.add_argument("--quick", action="store_true", help="the short check (exit 77: cannot run)")
     a = ap.parse_args(argv)
     build = os.path.abspath(a.build)
     if a.quick:
@@ -734,7 +734,7 @@ def write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, l
                 load1[0], os.cpu_count()), "",
              "Iteration times of every rank-0 iteration of every job, pooled over the repetitions "
              "(the first iteration from its gated start, then end to end, as `phasor simulate` counts). "
-             "`x alone` is the mean over the alone mean of its topology. The simulator's inputs are calibrated "
+             "`x alone`: the scenario's mean over the mean of the alone runs of its topology. The simulator's inputs are calibrated "
              "on the alone runs (so its alone rows match by construction).", "", md, ""]
     if errors:
         worst = max(errors, key=lambda e: abs(e[1]))
