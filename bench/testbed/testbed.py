@@ -165,9 +165,26 @@ def start_jobs(jobs, topo, d, env, tmp):
 
 
 def stop_jobs(jobs):
+    """End of stdin ends every rank; those still running after 3 s (a rank
+    blocked in a collective whose peer is gone) are killed by pid."""
+    workers = [w for job in jobs for w in job.workers]
+    for w in workers:
+        try:
+            if w.p.stdin:
+                w.p.stdin.close()
+        except OSError:
+            pass
+    deadline = time.time() + 3
+    for w in workers:
+        try:
+            w.p.wait(timeout=max(0.01, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            pass
+    for w in workers:
+        if w.p.poll() is None:
+            w.p.kill()
+            w.p.wait()
     for job in jobs:
-        for w in job.workers:
-            w.stop()
         job.workers = []
 
 
