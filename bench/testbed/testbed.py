@@ -107,7 +107,7 @@ class Phasord:
     """phasord on ipc:// endpoints in a temp dir (ipc paths work across network
     namespaces), stopped by its pid."""
 
-    def __init__(self, binary, tmp):
+    def __init__(self, binary, tmp, metrics_listen=""):
         self.dir = os.path.join(tmp, "phasord")
         os.makedirs(self.dir)
         self.requests = "ipc://%s/requests" % self.dir
@@ -118,8 +118,9 @@ class Phasord:
             # republish 0: a re-sent offset re-aligns a `once` gate, so only
             # commits move the jobs here.
             f.write("request_endpoint: %s\nprofile_endpoint: %s\noffset_endpoint: %s\n"
-                    "metrics_listen: ''\nallow_plain: true\nlog_level: warn\nrepublish_interval_ms: 0\n"
-                    "state_path: %s/state.db\n" % (self.requests, self.profiles, self.offsets, self.dir))
+                    "metrics_listen: '%s'\nallow_plain: true\nlog_level: warn\nrepublish_interval_ms: 0\n"
+                    "state_path: %s/state.db\n" % (self.requests, self.profiles, self.offsets, metrics_listen,
+                                                   self.dir))
         ready = os.path.join(self.dir, "ready.json")
         self.proc = subprocess.Popen([binary, "--config", config, "--ready-file", ready])
         deadline = time.time() + 15
