@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -286,14 +287,12 @@ def profile_alone(name, job, build, topo, d, tmp, iterations):
     # Polling starts after two iterations and ends before the last one.
     skip_s = 1.0 + 2 * 0.6
     duration = max(3, int((iterations - 3) * 0.56))
-    prof = None
     start = time.time()
 
     def launch():
         return start_profiler(build, topo, {job.hosts[1]: job.name}, d, tmp, name, duration)
 
     # The run blocks until done, so the profiler is started from a timer first.
-    import threading
     holder = {}
     timer = threading.Timer(skip_s, lambda: holder.setdefault("p", launch()))
     timer.start()
