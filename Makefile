@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all deps deps-build configure configure-build build test test-asan demo bench format clean python-wheel
+.PHONY: all deps deps-build configure configure-build build test test-asan demo bench testbed format clean python-wheel
 
 all: build
 
@@ -50,6 +50,17 @@ demo: configure-build
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# PyTorch jobs on a shaped link in network namespaces, with phasor's closed
+# loop, beside `phasor simulate` (docs/testbed.md). Root; a few minutes.
+# TESTBED_ARGS: testbed.py options (e.g. --reps 3 --iterations 12).
+TESTBED_ARGS ?=
+testbed:
+	@if [ "$$(id -u)" -ne 0 ]; then echo "make testbed: needs root (network namespaces, tc): sudo make testbed" >&2; exit 1; fi
+	@bash scripts/install-deps.sh testbed
+	@$(MAKE) --no-print-directory $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target phasor phasord phasor_python
+	@bash bench/testbed/run.sh $(BUILD) $(TESTBED_ARGS)
 
 # The Python package's wheel, built offline from a clean copy (protoc
 # generates phasor_pb2.py): $(BUILD)/python-dist/phasor-<version>-py3-none-any.whl

@@ -3,14 +3,15 @@
 # Idempotent and non-interactive: packages already present are not touched,
 # and `apt-get update` runs only when something is missing.
 #
-# usage: scripts/install-deps.sh [build|all]
+# usage: scripts/install-deps.sh [build|testbed|all]
 #   build  what configuring and building needs (`make demo`)
+#   testbed  that, and PyTorch and iproute2 (`make testbed`)
 #   all    that, and the programs the tests start (`make test`; the default)
 set -euo pipefail
 group="${1:-all}"
 case "$group" in
-  build|all) ;;
-  *) echo "install-deps: unknown group '$group' (build or all)" >&2; exit 2 ;;
+  build|testbed|all) ;;
+  *) echo "install-deps: unknown group '$group' (build, testbed or all)" >&2; exit 2 ;;
 esac
 
 packages=(
@@ -40,6 +41,8 @@ test_packages=(
 )
 if [ "$group" = all ]; then
   packages+=("${test_packages[@]}")
+elif [ "$group" = testbed ]; then
+  packages+=(python3-torch iproute2)
 fi
 
 missing=()

@@ -68,7 +68,7 @@ absl::StatusOr<Scenario> ScenarioFromJson(const Json& doc, const ModelCatalog* m
   std::set<std::string> job_ids;
   static const std::set<std::string> kJobKeys = {"id",    "compute_us", "comm_bytes", "nic_gbps",
                                                  "links", "servers",    "iterations", "model",
-                                                 "placement", "local_bsz"};
+                                                 "placement", "local_bsz", "start_us"};
   for (size_t i = 0; i < doc["jobs"].size(); ++i) {
     const Json& j = doc["jobs"][i];
     const std::string field = absl::StrCat("jobs[", i, "]");
@@ -105,6 +105,11 @@ absl::StatusOr<Scenario> ScenarioFromJson(const Json& doc, const ModelCatalog* m
         return Bad(field + ".iterations", "must be an integer >= 1");
       }
       job.iterations = j["iterations"].get<uint64_t>();
+    }
+    if (j.contains("start_us")) {
+      absl::StatusOr<double> v = NumberField(j, "start_us", field, false);
+      if (!v.ok()) return v.status();
+      job.start_us = *v;
     }
     job.nic_gbps = kMeasuredNicGbps;
     if (j.contains("nic_gbps")) {
@@ -299,7 +304,8 @@ absl::StatusOr<Comparison> SimulateScenario(const Scenario& scenario,
     planned.sim.iterations = job.iterations;
     const double period_us = job.compute_us + CommUs(job.comm_bytes, job.nic_gbps);
     PlannedJob base = planned;
-    base.sim.start_us = Uniform(rng) * period_us;
+    const double random_start_us = Uniform(rng) * period_us;  // drawn always: other jobs keep theirs
+    base.sim.start_us = job.start_us.value_or(random_start_us);
     baseline.push_back(base);
     phasor.push_back(planned);
     bool has_traffic = job.comm_bytes > 0;

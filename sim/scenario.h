@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct ScenarioJob {
   std::map<std::string, double> links;  // link form
   std::vector<std::string> servers;     // server form (needs a topology)
   uint64_t iterations = 100;
+  // The baseline run's start phase (us); unset: random in [0, period) from
+  // the scenario's seed (the phasor run always starts the job at its shift).
+  std::optional<double> start_us;
 };
 
 struct Scenario {

@@ -133,6 +133,42 @@ TEST(ScenarioTest, CompatibleJobsRunAtIsolatedSpeedWithPhasorAndSlowerInBaseline
   EXPECT_GT(c->speedup_p99, 1.05);
 }
 
+// A job's start_us fixes its baseline phase: started together, two jobs whose
+// Up phases (80 ms at 50 Gbit/s) meet share the link for the whole Up, each
+// at half the rate: 120 + 160 = 280 ms per iteration, every iteration (the
+// fluid model keeps the phase). Started 100 ms apart (>= U) they never meet.
+TEST(ScenarioTest, StartUsFixesTheBaselinePhase) {
+  const std::string jobs = R"({"links": [{"id": "l1", "capacity_gbps": 50}],
+     "jobs": [{"id": "a", "compute_us": 120000, "comm_bytes": 500000000, "nic_gbps": 50,
+               "links": {"l1": 1.0}, "iterations": 20, "start_us": 0},
+              {"id": "b", "compute_us": 120000, "comm_bytes": 500000000, "nic_gbps": 50,
+               "links": {"l1": 1.0}, "iterations": 20, "start_us": B}]})";
+  auto with_b = [&](const std::string& b) {
+    std::string text = jobs;
+    text.replace(text.find("B}"), 1, b);
+    return ParseOrDie(text);
+  };
+  const Scenario together = with_b("0");
+  ASSERT_EQ(together.jobs.size(), 2u);
+  EXPECT_EQ(together.jobs[1].start_us, 0.0);
+  absl::StatusOr<Comparison> c = SimulateScenario(together);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const JobRun& job : c->baseline.jobs) {
+    EXPECT_EQ(job.start_us, 0);
+    EXPECT_NEAR(job.iteration_us.mean, 280000, 1e-6);
+    EXPECT_NEAR(job.iteration_us.p99, 280000, 1e-6);
+  }
+  absl::StatusOr<Comparison> apart = SimulateScenario(with_b("100000"));
+  ASSERT_TRUE(apart.ok()) << apart.status();
+  EXPECT_EQ(apart->baseline.jobs[1].start_us, 100000);
+  for (const JobRun& job : apart->baseline.jobs) EXPECT_NEAR(job.iteration_us.mean, 200000, 1e-6);
+  EXPECT_EQ(apart->baseline.excess_bytes, 0);
+  EXPECT_THAT(Error(R"({"jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "start_us": -1}]})"),
+              HasSubstr("jobs[0].start_us: must be >= 0"));
+  EXPECT_THAT(Error(R"({"jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "start_us": "0"}]})"),
+              HasSubstr("jobs[0].start_us: must be a number"));
+}
+
 // The classic case (docs/simulator.md): two VGG19-like jobs on one 50 Gbit/s
 // link, 547 MB of gradients (Tiresias' VGG19 size) in a 2-server ring =
 // 547 MB per iteration, U = 87.52 ms at 50 Gbit/s, after C = 110 ms of
