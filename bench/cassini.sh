@@ -10,14 +10,15 @@
 # p99 iteration slowdown and excess bytes, the spread over seeds, and every seed where the goal
 # phasor >= cassini >= off fails.
 # usage: bench/cassini.sh [BUILD_DIR] [FIRST_SEED] [LAST_SEED] [EXTRA ARGS...]
-#   e.g. bench/cassini.sh build 1 5 --fabric leaf-spine:24:3:4:1
+#   FABRIC=leaf-spine:24:2:4:1 bench/cassini.sh build 1 5   (another fabric)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"; first="${2:-1}"; last="${3:-5}"
 shift $(( $# < 3 ? $# : 3 ))
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-common=(--workload cassini --fabric leaf-spine:24:4:4:1 --jobs 40 --load 0.9 --median-duration 600
+fabric="${FABRIC:-leaf-spine:24:4:4:1}"  # FABRIC=... overrides (e.g. leaf-spine:24:2:4:1)
+common=(--workload cassini --fabric "$fabric" --jobs 40 --load 0.9 --median-duration 600
         --top-k 4 --compare --no-progress)
 for host in themis pollux; do
   for seed in $(seq "$first" "$last"); do

@@ -434,6 +434,27 @@ TEST(TraceReplayTest, RejectsBadOptions) {
   options.fabric = "leaf-spine:8";
   options.top_k = 0;
   EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("--top-k"));
+  options.top_k = 4;
+  options.fabric = "leaf-spine:8:2:4:0";
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("is not leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS 1..9]]]"));
+  options.fabric = "leaf-spine:8";
+  options.arrival_scale = 0;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("arrival_scale: 0 must be > 0"));
+  options.arrival_scale = 1;
+  options.duration_scale = -1;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("duration_scale: -1 must be > 0"));
+  options.duration_scale = 1;
+  options.trace_path.clear();
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("trace_path: no trace file and no generated jobs"));
+  TraceReplayOptions generated = TwoGradientJobs();
+  std::swap(generated.jobs[0], generated.jobs[1]);
+  EXPECT_THAT(std::string(ReplayTrace(generated).status().message()),
+              HasSubstr("jobs[1].arrival_us: before the previous job's"));
+  generated = TwoGradientJobs();
+  generated.jobs[0].compute_us = -1;
+  EXPECT_THAT(std::string(ReplayTrace(generated).status().message()), HasSubstr("jobs[0].compute_us"));
 }
 
 }  // namespace
