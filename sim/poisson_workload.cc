@@ -17,18 +17,21 @@ std::vector<WorkloadModel> CassiniModels() {
 }
 
 absl::StatusOr<std::vector<TraceJob>> GeneratePoissonWorkload(const PoissonWorkloadOptions& options,
-                                                             const models::ModelCatalog& catalog) {
+                                                              const models::ModelCatalog& catalog) {
   if (options.jobs == 0) return absl::InvalidArgumentError("workload.jobs: must be >= 1");
   if (!(options.load > 0) || !std::isfinite(options.load)) {
-    return absl::InvalidArgumentError(absl::StrCat("workload.load: ", options.load, " must be > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload.load: ", options.load, " must be > 0"));
   }
-  if (options.cluster_gpus == 0) return absl::InvalidArgumentError("workload.cluster_gpus: must be >= 1");
+  if (options.cluster_gpus == 0)
+    return absl::InvalidArgumentError("workload.cluster_gpus: must be >= 1");
   if (!(options.median_duration_s > 0) || !std::isfinite(options.median_duration_s)) {
     return absl::InvalidArgumentError("workload.median_duration_s: must be > 0");
   }
   if (options.gpus.empty()) return absl::InvalidArgumentError("workload.gpus: empty");
   for (size_t i = 0; i < options.gpus.size(); ++i) {
-    if (options.gpus[i] == 0) return absl::InvalidArgumentError(absl::StrCat("workload.gpus[", i, "]: must be >= 1"));
+    if (options.gpus[i] == 0)
+      return absl::InvalidArgumentError(absl::StrCat("workload.gpus[", i, "]: must be >= 1"));
   }
   if (options.models.empty()) return absl::InvalidArgumentError("workload.models: empty");
   // Resolve each model once.
@@ -57,10 +60,12 @@ absl::StatusOr<std::vector<TraceJob>> GeneratePoissonWorkload(const PoissonWorkl
         r.gradient_bytes = m.gradient_mb * 1e6;
       } else {
         absl::StatusOr<double> bytes = catalog.GradientBytes(m.name);
-        if (!bytes.ok()) return absl::NotFoundError(absl::StrCat(field, ": ", bytes.status().message()));
+        if (!bytes.ok())
+          return absl::NotFoundError(absl::StrCat(field, ": ", bytes.status().message()));
         r.gradient_bytes = *bytes;
       }
-      if (!(r.gradient_bytes > 0)) return absl::InvalidArgumentError(field + ".gradient_mb: must be > 0");
+      if (!(r.gradient_bytes > 0))
+        return absl::InvalidArgumentError(field + ".gradient_mb: must be > 0");
     }
     models.push_back(std::move(r));
   }
@@ -75,7 +80,8 @@ absl::StatusOr<std::vector<TraceJob>> GeneratePoissonWorkload(const PoissonWorkl
     job.model = m.name;
     job.compute_us = m.compute_us;
     job.gradient_bytes = m.gradient_bytes;
-    job.gpus = options.gpus[static_cast<size_t>(unit() * options.gpus.size()) % options.gpus.size()];
+    job.gpus =
+        options.gpus[static_cast<size_t>(unit() * options.gpus.size()) % options.gpus.size()];
     // Log-normal (sigma 0.8) around the median, by Box-Muller, as the Pollux
     // workloads' drawn durations.
     const double u1 = std::max(1e-12, unit()), u2 = unit();

@@ -29,8 +29,8 @@
 namespace phasor::sim {
 
 struct WorkloadModel {
-  std::string name;         // the job's model (a catalogue name when measured)
-  bool measured = false;    // true: the catalogue's measured timing of `name`
+  std::string name;       // the job's model (a catalogue name when measured)
+  bool measured = false;  // true: the catalogue's measured timing of `name`
   // Gradient-size models: compute per iteration, and the gradient bytes
   // (0: the catalogue's gradient size of `name`).
   double compute_us = 0;
@@ -48,18 +48,18 @@ std::vector<WorkloadModel> CassiniModels();
 
 struct PoissonWorkloadOptions {
   uint64_t seed = 1;
-  uint32_t jobs = 40;                      // jobs to generate, >= 1
-  double load = 0.9;                       // offered GPU-time / cluster GPU-time, > 0
-  uint32_t cluster_gpus = 24;              // the cluster the load refers to, >= 1
-  double median_duration_s = 600;          // isolated run time, > 0
-  std::vector<uint32_t> gpus = {2, 4, 6, 8};  // job sizes, drawn uniformly; each >= 1
+  uint32_t jobs = 40;                                   // jobs to generate, >= 1
+  double load = 0.9;                                    // offered GPU-time / cluster GPU-time, > 0
+  uint32_t cluster_gpus = 24;                           // the cluster the load refers to, >= 1
+  double median_duration_s = 600;                       // isolated run time, > 0
+  std::vector<uint32_t> gpus = {2, 4, 6, 8};            // job sizes, drawn uniformly; each >= 1
   std::vector<WorkloadModel> models = CassiniModels();  // drawn uniformly; not empty
 };
 
 // InvalidArgument naming the field for a bad option; NotFound when a model is
 // not in `catalog` (a measured one, or a gradient-size one without gradient_mb).
 absl::StatusOr<std::vector<TraceJob>> GeneratePoissonWorkload(const PoissonWorkloadOptions& options,
-                                                             const models::ModelCatalog& catalog);
+                                                              const models::ModelCatalog& catalog);
 
 }  // namespace phasor::sim
 
