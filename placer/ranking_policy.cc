@@ -58,6 +58,14 @@ size_t PairsAtRisk(const RankedCandidate& c) {
 PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolicyOptions& options,
                                   Ranking& ranking) {
   PolicyDecision decision;
+  if (options.discard_loops) {
+    std::erase_if(ranking.ranked, [&](const RankedCandidate& c) {
+      if (!c.cycle) return false;
+      ranking.rejected.push_back({c.candidate, "affinity graph has a loop (discarded, as Cassini)"});
+      ++decision.discarded_loops;
+      return true;
+    });
+  }
   if (ranking.ranked.empty()) {
     decision.reason = "none";
     return decision;

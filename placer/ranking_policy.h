@@ -25,6 +25,11 @@
 // Rank()'s order behind it. With min_gain < 0 the policy is off (Rank()'s
 // order stands).
 //
+// `discard_loops` (Cassini's rule, for the ablation; default off): before
+// anything else, every candidate whose affinity graph has a loop is moved
+// from `ranked` to `rejected`; when that leaves none, nothing is ranked and
+// the caller runs the host's first choice without shifts.
+//
 // Pure functions; thread-safe.
 #ifndef PHASOR_PLACER_RANKING_POLICY_H_
 #define PHASOR_PLACER_RANKING_POLICY_H_
@@ -44,6 +49,9 @@ struct RankingPolicyOptions {
   // the Up phases of its jobs, each at its full profile rate, for the
   // prediction to be trusted (default 0.1).
   double min_headroom = 0.1;
+  // Cassini (NSDI'24): candidates whose affinity graph has a loop are
+  // discarded, not solved (default false: phasor solves them, SPEC 4).
+  bool discard_loops = false;
 };
 
 // InvalidArgument naming the field: min_headroom outside [0, 1), or a
@@ -56,6 +64,7 @@ struct PolicyDecision {
   // "host-first" (kept), "overtaken" (another passed every test), "off"
   // (policy off), "none" (nothing ranked).
   std::string reason;
+  size_t discarded_loops = 0;  // candidates moved to `rejected` by discard_loops
 };
 
 // The fraction of `link`'s capacity-time left free by its jobs' Up phases

@@ -3,9 +3,12 @@
 `phasor simulate --trace` runs, plugin off and on.
 
 usage: sim_report.py OFF.json OFF_SERIES.json ON.json ON_SERIES.json OUT.html [--title T]
+                     [--compare COMPARE.json COMPARE_SERIES.json --compare-title T]
 
 OFF.json / ON.json are the stdout of `phasor simulate --trace ...`; *_SERIES.json the files
-written with `--series`. Only the Python standard library is used.
+written with `--series`. With --compare, the report opens with a three-mode section (plugin off,
+Cassini mode, phasor) from the stdout and series of `phasor simulate ... --compare --series F`.
+Only the Python standard library is used.
 """
 import argparse
 import html
@@ -15,7 +18,7 @@ import sys
 
 W, H = 640, 300  # plot size in px
 ML, MR, MT, MB = 60, 20, 30, 45  # margins
-COLOURS = {"off": "#d9534f", "on": "#2a7ab9"}
+COLOURS = {"off": "#d9534f", "on": "#2a7ab9", "cassini": "#e8a33d", "phasor": "#2a7ab9"}
 
 
 def fmt(x, digits=3):
@@ -60,10 +63,13 @@ def legend(parts, entries, x, y):
         parts.append(f'<text x="{x + 28}" y="{yy + 4}">{html.escape(label)}</text>')
 
 
-def ccdf_plot(samples_off, samples_on):
+def ccdf_plot(samples_off, samples_on, curves=None):
     """Tail distribution of iteration time / isolated iteration time: the fraction of iterations
-    slower than x, log scale (down to 1e-4)."""
-    both = samples_off + samples_on
+    slower than x, log scale (down to 1e-4). `curves` (label, key, samples) replaces the two
+    default curves (without / with phasor)."""
+    if curves is None:
+        curves = [("without phasor", "off", samples_off), ("with phasor", "on", samples_on)]
+    both = [v for _, _, samples in curves for v in samples]
     if not both:
         return "<p>No iteration of a multi-server job was recorded.</p>"
     hi = max(1.05, min(max(both), 4.0))
@@ -72,7 +78,7 @@ def ccdf_plot(samples_off, samples_on):
                              "fraction of iterations slower (log10)",
                              "Iteration-time distribution (tail, 1 - CDF)", yticks=4)
     sy = lambda frac: sy_lin(max(lo_exp, math.log10(frac)) if frac > 0 else lo_exp)
-    for name, samples in (("off", samples_off), ("on", samples_on)):
+    for _, name, samples in curves:
         if not samples:
             continue
         s = sorted(min(v, hi) for v in samples)
@@ -91,8 +97,7 @@ def ccdf_plot(samples_off, samples_on):
         pts = pts[::step] + [pts[-1]]
         d = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
         parts.append(f'<polyline points="{d}" fill="none" stroke="{COLOURS[name]}" stroke-width="2.5"/>')
-    legend(parts, [("without phasor", COLOURS["off"], ""), ("with phasor", COLOURS["on"], "")],
-           ML + 330, MT + 20)
+    legend(parts, [(label, COLOURS[name], "") for label, name, _ in curves], ML + 330, MT + 20)
     return svg(parts)
 
 
@@ -162,6 +167,45 @@ def row(label, off, on, better_low=True, digits=3):
             f"<td>{ratio}</td></tr>")
 
 
+def compare_section(runs, series, title):
+    """The three-mode comparison (off, cassini, phasor) of `phasor simulate --compare`."""
+    modes = runs["modes"]
+    r = runs["runs"]
+    labels = {"off": "plugin off", "cassini": "Cassini mode", "phasor": "phasor"}
+
+    def line(label, get, digits=4):
+        off = get(r["off"])
+        cells = "".join(f"<td>{fmt(get(r[m]), digits)}</td>" for m in modes)
+        gains = ""
+        for m in modes[1:]:
+            v = get(r[m])
+            gains += f"<td>{off / v:.2f}x</td>" if v else ("<td>&infin;</td>" if off else "<td>-</td>")
+        return f"<tr><td>{html.escape(label)}</td>{cells}{gains}</tr>"
+
+    head = "".join(f"<th>{labels[m]}</th>" for m in modes) + "".join(
+        f"<th>gain, {labels[m]}</th>" for m in modes[1:])
+    table = "".join([
+        line("job completion time, mean (s)", lambda x: x["jct_s"]["mean"]),
+        line("job completion time, p99 (s)", lambda x: x["jct_s"]["p99"]),
+        line("iteration slowdown, p99", lambda x: x["iteration_slowdown"]["p99"]),
+        line("iteration slowdown, mean", lambda x: x["iteration_slowdown"]["mean"]),
+        line("excess bytes (ECN-mark proxy)", lambda x: x["excess_bytes"]),
+    ])
+    c = r["off"]["cluster"]
+    curves = [(labels[m], m, series[m]["slowdown_samples"]) for m in modes]
+    return f"""<h1>{html.escape(title)}</h1>
+<p class="note">{c["servers"]} servers / {c["gpus"]} GPUs, {c["links"]} directed links, scheduler
+<b>{html.escape(r["off"]["scheduler"])}</b>-style, {r["off"]["jobs_completed"]} jobs. Three modes on the same
+jobs: the host alone; <b>Cassini mode</b> (the paper's algorithm: candidates whose affinity graph has a
+loop are discarded, candidates ranked by compatibility score, running jobs re-shifted, once mode, no
+re-alignment); <b>phasor</b> (the defaults: loops solved, running jobs pinned, the ranking policy).
+Gains are off / mode (&gt; 1 is better). Cassini mode discarded {r["cassini"]["discarded_loops"]} loop
+candidates and shifted running jobs {r["cassini"]["running_shifts"]} times.</p>
+<table><tr><th>metric</th>{head}</tr>{table}</table>
+<div class="plots">{ccdf_plot([], [], curves)}</div>
+"""
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("off")
@@ -170,7 +214,13 @@ def main(argv):
     ap.add_argument("on_series")
     ap.add_argument("out")
     ap.add_argument("--title", default="phasor: trace replay with and without the plugin")
+    ap.add_argument("--compare", nargs=2, metavar=("COMPARE_JSON", "COMPARE_SERIES"))
+    ap.add_argument("--compare-title", default="Three modes: plugin off, Cassini mode, phasor")
     a = ap.parse_args(argv)
+    headline = ""
+    if a.compare:
+        headline = compare_section(json.load(open(a.compare[0])), json.load(open(a.compare[1])),
+                                   a.compare_title)
     off, on = json.load(open(a.off)), json.load(open(a.on))
     off_s, on_s = json.load(open(a.off_series)), json.load(open(a.on_series))
 
@@ -236,6 +286,7 @@ th {{ background: #f3f3f3; }}
 .plots {{ display: flex; flex-wrap: wrap; gap: 16px; }}
 .note {{ color: #555; max-width: 1300px; }}
 </style></head><body>
+{headline}
 <h1>{html.escape(a.title)}</h1>
 <p class="note">Scheduler <b>{html.escape(off["scheduler"])}</b>-style, enforcement mode <b>{html.escape(on["mode"])}</b>,
 {cluster["servers"]} servers / {cluster["gpus"]} GPUs, {cluster["links"]} directed links.

@@ -138,6 +138,34 @@ absl::Status FluidNetwork::RemoveJob(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("job '", id, "' is not running"));
 }
 
+absl::Status FluidNetwork::ShiftNextIteration(const std::string& id, double anchor_us,
+                                              double period_us) {
+  if (!(period_us > 0) || !std::isfinite(period_us)) {
+    return absl::InvalidArgumentError(absl::StrCat("shift of '", id, "': period_us must be > 0"));
+  }
+  if (!std::isfinite(anchor_us)) {
+    return absl::InvalidArgumentError(absl::StrCat("shift of '", id, "': anchor_us must be finite"));
+  }
+  for (JobState& job : jobs_) {
+    if (job.spec.id != id) continue;
+    if (job.phase == Phase::kWaiting && job.done == 0) {
+      // Not started yet: its first iteration moves to the slot.
+      const double n = std::ceil((job.phase_end_us - anchor_us - kTimeSlackUs) / period_us);
+      job.phase_end_us = std::max(job.phase_end_us, anchor_us + n * period_us);
+      job.last_end_us = job.phase_end_us;
+      JobStats& stats = job_stats_[job.stats_index];
+      stats.start_us = stats.last_end_us = job.phase_end_us;
+      ++stats.shifts;
+      job.shift_period_us = 0;
+      return absl::OkStatus();
+    }
+    job.shift_anchor_us = anchor_us;
+    job.shift_period_us = period_us;
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("job '", id, "' is not running"));
+}
+
 void FluidNetwork::StartIteration(JobState& job, double at_us) {
   job.iteration_start_us = at_us;
   if (job.spec.compute_us > 0) {
@@ -165,6 +193,20 @@ void FluidNetwork::FinishIteration(JobState& job, std::vector<std::string>& comp
     stats.finish_us = now_us_;
     stats.finished = true;
     completed.push_back(job.spec.id);
+    return;
+  }
+  if (job.shift_period_us > 0) {
+    const double period = job.shift_period_us;
+    const double n = std::ceil((now_us_ - job.shift_anchor_us - kTimeSlackUs) / period);
+    const double slot = job.shift_anchor_us + n * period;
+    job.shift_period_us = 0;
+    ++stats.shifts;
+    if (slot > now_us_ + kTimeSlackUs) {
+      job.phase = Phase::kWaiting;
+      job.phase_end_us = slot;
+      return;
+    }
+    StartIteration(job, now_us_);
     return;
   }
   if (job.spec.pace_period_us > 0) {

@@ -96,6 +96,7 @@ struct JobStats {
   bool finished = false;
   uint64_t reslots = 0;       // pacing: slot grid re-anchored after an overrun
   uint64_t realignments = 0;  // closed loop: iterations held back to the intended phase
+  uint64_t shifts = 0;        // one-shot shifts applied (ShiftNextIteration)
 };
 
 struct LinkStats {
@@ -133,6 +134,15 @@ class FluidNetwork {
   // jobs that completed at that instant (empty when `until_us` was reached).
   std::vector<std::string> AdvanceUntil(double until_us);
 
+  // A one-shot time shift of a running job (Cassini's agents shifting every
+  // job of a placement, not only the new ones): its next iteration starts at
+  // the first slot anchor_us + n x period_us at or after the end of its
+  // current iteration (or, if its first iteration has not started, at or
+  // after its start). Later iterations run free. A later call replaces a
+  // shift not yet applied. NotFound for a job not running; InvalidArgument
+  // for period_us <= 0 or a non-finite anchor.
+  absl::Status ShiftNextIteration(const std::string& id, double anchor_us, double period_us);
+
   // Runs until every job has completed.
   void RunToCompletion();
 
@@ -163,6 +173,8 @@ class FluidNetwork {
     double iteration_start_us = 0; // start of the current iteration
     double pace_anchor_us = 0;     // pacing: slots are pace_anchor_us + n x period
     double last_realign_us = -std::numeric_limits<double>::infinity();
+    double shift_anchor_us = 0;    // ShiftNextIteration, pending when shift_period_us > 0
+    double shift_period_us = 0;
     uint64_t done = 0;
     size_t stats_index = 0;
     bool frozen = false;           // scratch for progressive filling

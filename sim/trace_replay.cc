@@ -9,6 +9,8 @@
 #include <random>
 #include <set>
 
+#include <zlib.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,6 +29,8 @@ namespace phasor::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Range checks of trace rows: a job of more than a year or more GPUs than any
+// cluster of the public traces is a bad row, not a job.
 
 uint64_t SplitMix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -81,15 +85,54 @@ absl::StatusOr<uint32_t> TraceGpus(const std::string& cell, const char* field) {
   return static_cast<uint32_t>(v);
 }
 
+// The lines of a plain or gzip-compressed file (zlib reads plain files
+// unchanged).
+absl::StatusOr<std::vector<std::string>> ReadLines(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) return absl::NotFoundError(absl::StrCat("trace: cannot read '", path, "'"));
+  std::string text;
+  char buf[1 << 16];
+  while (true) {
+    const int n = gzread(file, buf, sizeof(buf));
+    int errnum = Z_OK;
+    const std::string message = n <= 0 ? gzerror(file, &errnum) : "";
+    if (n < 0 || (n == 0 && errnum != Z_OK && errnum != Z_STREAM_END)) {
+      gzclose(file);
+      return absl::InvalidArgumentError(
+          absl::StrCat("trace: '", path, "': corrupt gzip data (", message, ")"));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (size_t{1} << 30)) {
+      gzclose(file);
+      return absl::InvalidArgumentError(absl::StrCat("trace: '", path, "': larger than 1 GiB"));
+    }
+  }
+  gzclose(file);
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  for (std::string& line : lines) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+  }
+  return lines;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
                                                 const TraceLoadOptions& options) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("trace: cannot read '", path, "'"));
-  std::string line;
-  if (!std::getline(in, line)) return absl::InvalidArgumentError(path + ":1: empty file");
-  const std::vector<std::string> header = Cells(line);
+  if (!(options.arrival_scale > 0) || !std::isfinite(options.arrival_scale)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("arrival_scale: ", options.arrival_scale, " must be > 0"));
+  }
+  if (!(options.duration_scale > 0) || !std::isfinite(options.duration_scale)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("duration_scale: ", options.duration_scale, " must be > 0"));
+  }
+  absl::StatusOr<std::vector<std::string>> lines = ReadLines(path);
+  if (!lines.ok()) return lines.status();
+  if (lines->empty()) return absl::InvalidArgumentError(path + ":1: empty file");
+  const std::vector<std::string> header = Cells(lines->front());
   auto col = [&](const char* name) {
     auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
@@ -97,24 +140,51 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
   const bool philly = col("timestamp") >= 0 && col("duration") >= 0 && col("num_gpus") >= 0;
   const bool pollux = col("name") >= 0 && col("time") >= 0 && col("application") >= 0 &&
                       col("num_replicas") >= 0;
-  if (!philly && !pollux) {
+  const bool itp = col("job_id") >= 0 && col("submission_time") >= 0 && col("duration") >= 0 &&
+                   col("num_gpu") >= 0;
+  if (!philly && !pollux && !itp) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ":1: unknown trace header (want Philly: timestamp,duration,num_gpus or Pollux: "
-              "name,time,application,num_replicas)"));
+        path, ":1: unknown trace header (want Philly: timestamp,duration,num_gpus, Pollux: "
+              "name,time,application,num_replicas or ITP-2021: "
+              "job_id,submission_time,duration,num_gpu)"));
   }
-  if (philly && options.models.empty()) {
-    return absl::InvalidArgumentError("trace: no models to assign to Philly jobs");
+  if ((philly || itp) && options.models.empty()) {
+    return absl::InvalidArgumentError("trace: no models to assign to Philly or ITP jobs");
   }
   std::vector<TraceJob> jobs;
   std::mt19937_64 rng(options.seed);
   int number = 1;
-  while (std::getline(in, line)) {
+  for (size_t i = 1; i < lines->size(); ++i) {
+    const std::string& line = (*lines)[i];
     ++number;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     const std::vector<std::string> c = Cells(line);
     const std::string where = absl::StrCat(path, ":", number, ": ");
     TraceJob job;
-    if (philly) {
+    if (itp) {
+      // ITP-2021 (ElasticFlow's traces): submission_time and duration in s.
+      const int id = col("job_id"), t = col("submission_time"), du = col("duration"),
+                g = col("num_gpu");
+      const size_t need = static_cast<size_t>(std::max({id, t, du, g}));
+      if (c.size() <= need) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "expected ", header.size(), " fields, found ", c.size()));
+      }
+      if (c[id].empty()) return absl::InvalidArgumentError(where + "job_id: empty");
+      absl::StatusOr<double> at = TraceSeconds(c[t], "submission_time", kMaxTraceTimeS);
+      if (!at.ok()) return absl::InvalidArgumentError(where + std::string(at.status().message()));
+      absl::StatusOr<double> duration = TraceSeconds(c[du], "duration", kMaxTraceDurationS);
+      if (duration.ok() && *duration == 0) duration = absl::InvalidArgumentError("duration: '0': a job runs for some time");
+      if (!duration.ok()) return absl::InvalidArgumentError(where + std::string(duration.status().message()));
+      absl::StatusOr<uint32_t> gpus = TraceGpus(c[g], "num_gpu");
+      if (!gpus.ok()) return absl::InvalidArgumentError(where + std::string(gpus.status().message()));
+      job.gpus = *gpus;
+      job.id = absl::StrCat("itp-", c[id]);
+      job.arrival_us = *at * 1e6;
+      job.duration_s = std::max(1.0, *duration);
+      job.model = options.models[SplitMix(options.seed ^ static_cast<uint64_t>(number)) %
+                                 options.models.size()];
+    } else if (philly) {
       const int t = col("timestamp"), du = col("duration"), g = col("num_gpus");
       const size_t need = static_cast<size_t>(std::max({t, du, g}));
       if (c.size() <= need) return absl::InvalidArgumentError(where + "malformed row");
@@ -153,13 +223,17 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path,
                    [](const TraceJob& a, const TraceJob& b) { return a.arrival_us < b.arrival_us; });
   if (!jobs.empty()) {
     const double first = jobs.front().arrival_us;
-    for (TraceJob& job : jobs) job.arrival_us -= first;
+    for (TraceJob& job : jobs) {
+      job.arrival_us = (job.arrival_us - first) / options.arrival_scale;
+      job.duration_s = std::max(1.0, job.duration_s * options.duration_scale);
+    }
   }
   std::vector<TraceJob> kept;
   for (TraceJob& job : jobs) {
     if (options.hours > 0 && job.arrival_us >= options.hours * 3600e6) break;
     if (options.max_jobs > 0 && kept.size() >= options.max_jobs) break;
     if (options.max_gpus > 0 && job.gpus > options.max_gpus) continue;
+    if (job.gpus < options.min_gpus) continue;
     kept.push_back(std::move(job));
   }
   return kept;
@@ -171,20 +245,21 @@ absl::StatusOr<topology::Topology> MakeFabric(const TraceReplayOptions& options)
   if (!options.topology_path.empty()) return topology::LoadTopologyFile(options.topology_path);
   std::vector<std::string> parts = absl::StrSplit(options.fabric, ':');
   topology::LeafSpineOptions ls;
-  uint32_t servers = 0, per_leaf = 8;
+  uint32_t servers = 0, per_leaf = 8, gpus = 4;
   double oversub = 2;
-  if (parts.size() < 2 || parts.size() > 4 || parts[0] != "leaf-spine" ||
+  if (parts.size() < 2 || parts.size() > 5 || parts[0] != "leaf-spine" ||
       !absl::SimpleAtoi(parts[1], &servers) || servers == 0 ||
       (parts.size() > 2 && (!absl::SimpleAtod(parts[2], &oversub) || !(oversub > 0))) ||
-      (parts.size() > 3 && (!absl::SimpleAtoi(parts[3], &per_leaf) || per_leaf == 0))) {
+      (parts.size() > 3 && (!absl::SimpleAtoi(parts[3], &per_leaf) || per_leaf == 0)) ||
+      (parts.size() > 4 && (!absl::SimpleAtoi(parts[4], &gpus) || gpus == 0 || gpus > 9))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--fabric: '", options.fabric, "' is not leaf-spine:N[:OVERSUB[:PER_LEAF]]"));
+        "--fabric: '", options.fabric, "' is not leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS 1..9]]]"));
   }
   ls.servers_per_leaf = std::min(per_leaf, servers);
   ls.leaves = (servers + ls.servers_per_leaf - 1) / ls.servers_per_leaf;
   ls.spines = 2;
   ls.servers = servers;
-  ls.gpus_per_server = 4;
+  ls.gpus_per_server = gpus;
   ls.nic_gbps = kMeasuredNicGbps;
   ls.oversubscription = oversub;
   return topology::MakeLeafSpine(ls);
@@ -227,6 +302,9 @@ class Replayer {
     report_.scheduler = std::string(scheduler_->name());
     report_.plugin = options_.plugin;
     report_.random_start = !options_.plugin && options_.random_start;
+    report_.plugin_label = !options_.plugin ? (report_.random_start ? "random" : "off")
+                           : options_.ranking_policy.discard_loops ? "cassini"
+                                                                   : "on";
     report_.pace = options_.pace;
 
     std::vector<SimLink> links;
@@ -328,14 +406,25 @@ class Replayer {
     r.id = id;
     r.gpu_servers = gpu_servers;
     r.placement = PlacementString(gpu_servers);
-    absl::StatusOr<ModelTiming> timing = models_.Lookup(job.model, r.placement);
-    if (!timing.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("trace job '", id, "': ", timing.status().message()));
-    }
     std::vector<std::string> distinct;
     for (const std::string& s : gpu_servers) {
       if (std::find(distinct.begin(), distinct.end(), s) == distinct.end()) distinct.push_back(s);
+    }
+    absl::StatusOr<ModelTiming> timing;
+    if (job.gradient_bytes > 0) {
+      // A gradient-size job: ring all-reduce over its servers (SPEC 6).
+      const double n = static_cast<double>(distinct.size());
+      timing = ModelTiming{.placement = r.placement,
+                           .local_bsz = 0,
+                           .compute_us = job.compute_us,
+                           .sync_us = 0,
+                           .comm_bytes = n > 1 ? 2 * (n - 1) / n * job.gradient_bytes : 0};
+    } else {
+      timing = models_.Lookup(job.model, r.placement);
+    }
+    if (!timing.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trace job '", id, "': ", timing.status().message()));
     }
     r.networked = distinct.size() > 1 && timing->comm_bytes > 0;
     const double comm_us = timing->comm_bytes * 8 / (kMeasuredNicGbps * 1e3);
@@ -400,9 +489,11 @@ class Replayer {
         if (!r.networked) continue;
         placer::Job j = RankJob(id, r.profile);
         const JobStats& stats = net_->job_stats()[r.stats_index];
-        const double reference = options_.pace ? stats.start_us : stats.last_end_us;
-        j.pinned_shift_us = static_cast<uint32_t>(std::fmod(reference, r.profile.period_us));
-        if (*j.pinned_shift_us >= r.profile.period_us) j.pinned_shift_us = 0;
+        if (options_.pin_running) {
+          const double reference = options_.pace ? stats.start_us : stats.last_end_us;
+          j.pinned_shift_us = static_cast<uint32_t>(std::fmod(reference, r.profile.period_us));
+          if (*j.pinned_shift_us >= r.profile.period_us) j.pinned_shift_us = 0;
+        }
         request.jobs.push_back(j);
         running_links[id] = Clamp(r.links);
       }
@@ -446,6 +537,7 @@ class Replayer {
         std::swap(request.candidates, full);
         const placer::PolicyDecision decision =
             placer::ApplyRankingPolicy(request, options_.ranking_policy, ranking);
+        report_.discarded_loops += decision.discarded_loops;
         if (decision.reason == "overtaken" ||
             (decision.reason == "off" && decision.chosen != decision.host_first)) {
           ++report_.overtaken_rounds;
@@ -463,6 +555,9 @@ class Replayer {
             if (rank_id.size() > suffix.size() &&
                 rank_id.compare(rank_id.size() - suffix.size(), suffix.size(), suffix) == 0) {
               shifts[rank_id.substr(0, rank_id.size() - suffix.size())] = shift;
+            } else if (!options_.pin_running) {
+              absl::Status shifted = ShiftRunning(rank_id, shift);
+              if (!shifted.ok()) return shifted;
             }
           }
         }
@@ -502,6 +597,21 @@ class Replayer {
       running_.emplace(id, std::move(plan.running));
     }
     return absl::OkStatus();
+  }
+
+  // No pins (Cassini): a running job the solver gave a new shift moves to it
+  // once, unless its current phase is within a quantum of it.
+  absl::Status ShiftRunning(const std::string& id, uint32_t shift_us) {
+    auto it = running_.find(id);
+    if (it == running_.end() || !it->second.networked) return absl::OkStatus();
+    const Running& r = it->second;
+    const double period = r.profile.period_us;
+    const JobStats& stats = net_->job_stats()[r.stats_index];
+    double error = std::fmod(stats.last_end_us - shift_us, period);
+    if (error < 0) error += period;
+    if (std::min(error, period - error) <= options_.quantum_us) return absl::OkStatus();
+    ++report_.running_shifts;
+    return net_->ShiftNextIteration(id, shift_us, period);
   }
 
   // The candidate restricted to its contended links, one link per group of
@@ -609,6 +719,25 @@ class Replayer {
 
 }  // namespace
 
+absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options) {
+  absl::StatusOr<topology::Topology> topo = MakeFabric(options);
+  if (!topo.ok()) return topo.status();
+  uint32_t gpus = 0;
+  for (topology::NodeIndex s : topo->Servers()) gpus += topo->node(s).gpus;
+  return gpus;
+}
+
+TraceReplayOptions CassiniMode(TraceReplayOptions base) {
+  base.plugin = true;
+  base.random_start = false;
+  base.pace = false;
+  base.realign = false;
+  base.pin_running = false;
+  base.ranking_policy.min_gain = -1;
+  base.ranking_policy.discard_loops = true;
+  return base;
+}
+
 absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
   if (options.top_k == 0) return absl::InvalidArgumentError("--top-k: must be >= 1");
   if (absl::Status policy = placer::ValidateRankingPolicyOptions(options.ranking_policy); !policy.ok()) {
@@ -628,9 +757,30 @@ absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
   load.max_jobs = options.max_jobs;
   load.workload_median_duration_s = options.workload_median_duration_s;
   load.models = models->MeasuredModels();
-  absl::StatusOr<std::vector<TraceJob>> jobs = LoadTrace(options.trace_path, load);
+  load.min_gpus = options.min_gpus;
+  load.max_gpus = options.max_gpus;
+  load.arrival_scale = options.arrival_scale;
+  load.duration_scale = options.duration_scale;
+  absl::StatusOr<std::vector<TraceJob>> jobs = options.jobs;
+  if (!options.trace_path.empty()) {
+    jobs = LoadTrace(options.trace_path, load);
+  } else if (options.jobs.empty()) {
+    return absl::InvalidArgumentError("trace_path: no trace file and no generated jobs");
+  }
   if (!jobs.ok()) return jobs.status();
-  for (const TraceJob& job : *jobs) {
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    const TraceJob& job = (*jobs)[i];
+    if (i > 0 && job.arrival_us < (*jobs)[i - 1].arrival_us) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("jobs[", i, "].arrival_us: before the previous job's (jobs must be in order)"));
+    }
+    if (job.gradient_bytes > 0) {
+      if (!(job.compute_us >= 0) || !std::isfinite(job.compute_us) || !std::isfinite(job.gradient_bytes)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("jobs[", i, "].compute_us: must be a finite number >= 0"));
+      }
+      continue;
+    }
     if (!models->Lookup(job.model, "1").ok()) {
       return absl::InvalidArgumentError(absl::StrCat("trace job '", job.id, "': model '",
                                                      job.model, "' is not in the model data"));
@@ -651,7 +801,7 @@ nlohmann::ordered_json SummaryJson(const IterationSummary& s) {
 nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   nlohmann::ordered_json out;
   out["scheduler"] = r.scheduler;
-  out["plugin"] = r.plugin ? "on" : (r.random_start ? "random" : "off");
+  out["plugin"] = r.plugin_label;
   out["mode"] = r.pace ? "pace" : "once";
   out["cluster"] = {{"servers", r.servers}, {"gpus", r.gpus}, {"links", r.links}};
   out["jobs_completed"] = r.jobs.size();
@@ -666,6 +816,8 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["overtaken_rounds"] = r.overtaken_rounds;
   out["reslots"] = r.reslots;
   out["realignments"] = r.realignments;
+  out["running_shifts"] = r.running_shifts;
+  out["discarded_loops"] = r.discarded_loops;
   out["events"] = r.events;
   out["wall_s"] = r.wall_s;
   out["jobs"] = nlohmann::ordered_json::array();
@@ -682,6 +834,78 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
                            {"iteration_us", SummaryJson(j.iteration_us)},
                            {"slowdown", j.slowdown}});
   }
+  return out;
+}
+
+absl::StatusOr<ModeComparison> CompareModes(const TraceReplayOptions& options) {
+  TraceReplayOptions off = options;
+  off.plugin = false;
+  off.random_start = false;
+  TraceReplayOptions phasor = options;
+  phasor.plugin = true;
+  phasor.random_start = false;
+  ModeComparison out;
+  absl::StatusOr<TraceReport> r = ReplayTrace(off);
+  if (!r.ok()) return r.status();
+  out.off = *std::move(r);
+  r = ReplayTrace(CassiniMode(options));
+  if (!r.ok()) return r.status();
+  out.cassini = *std::move(r);
+  r = ReplayTrace(phasor);
+  if (!r.ok()) return r.status();
+  out.phasor = *std::move(r);
+  return out;
+}
+
+namespace {
+
+double Gain(double off, double mode) {
+  if (mode > 0) return off / mode;
+  return off > 0 ? std::numeric_limits<double>::infinity() : 1.0;
+}
+
+}  // namespace
+
+nlohmann::ordered_json ModeComparisonToJson(const ModeComparison& c) {
+  nlohmann::ordered_json out;
+  out["modes"] = {"off", "cassini", "phasor"};
+  out["runs"] = {{"off", TraceReportToJson(c.off)},
+                 {"cassini", TraceReportToJson(c.cassini)},
+                 {"phasor", TraceReportToJson(c.phasor)}};
+  out["gain_over_off"] = nlohmann::ordered_json::object();
+  for (const auto& [name, r] : {std::pair<const char*, const TraceReport*>{"cassini", &c.cassini},
+                                {"phasor", &c.phasor}}) {
+    const double excess = Gain(c.off.excess_bytes, r->excess_bytes);
+    out["gain_over_off"][name] = {
+        {"jct_mean", Gain(c.off.jct_s.mean, r->jct_s.mean)},
+        {"jct_p99", Gain(c.off.jct_s.p99, r->jct_s.p99)},
+        {"slowdown_p99", Gain(c.off.iteration_slowdown.p99, r->iteration_slowdown.p99)},
+        // JSON has no infinity: a mode that removes all excess bytes says so.
+        {"excess_bytes", std::isfinite(excess) ? nlohmann::ordered_json(excess)
+                                               : nlohmann::ordered_json("all removed")}};
+  }
+  return out;
+}
+
+std::string ModeComparisonTable(const ModeComparison& c) {
+  std::string out = absl::StrFormat("%s, %zu jobs on %zu servers / %zu GPUs\n", c.off.scheduler,
+                                    c.off.jobs.size(), c.off.servers, c.off.gpus);
+  absl::StrAppendFormat(&out, "  %-26s %12s %12s %12s %9s %9s\n", "", "off", "cassini", "phasor",
+                        "cassini", "phasor");
+  auto row = [&](const char* name, double off, double cassini, double phasor) {
+    absl::StrAppendFormat(&out, "  %-26s %12.4g %12.4g %12.4g %8.3fx %8.3fx\n", name, off, cassini,
+                          phasor, Gain(off, cassini), Gain(off, phasor));
+  };
+  row("JCT mean (s)", c.off.jct_s.mean, c.cassini.jct_s.mean, c.phasor.jct_s.mean);
+  row("JCT p99 (s)", c.off.jct_s.p99, c.cassini.jct_s.p99, c.phasor.jct_s.p99);
+  row("iteration slowdown p99", c.off.iteration_slowdown.p99, c.cassini.iteration_slowdown.p99,
+      c.phasor.iteration_slowdown.p99);
+  row("excess bytes (ECN proxy)", c.off.excess_bytes, c.cassini.excess_bytes, c.phasor.excess_bytes);
+  absl::StrAppendFormat(&out,
+                        "  (gains: off / mode, > 1 is better; cassini: %llu loop candidates "
+                        "discarded, %llu running jobs shifted)\n",
+                        static_cast<unsigned long long>(c.cassini.discarded_loops),
+                        static_cast<unsigned long long>(c.cassini.running_shifts));
   return out;
 }
 
@@ -706,7 +930,7 @@ std::string TraceReportTable(const TraceReport& r) {
       "  iter slowdown  mean %10.3f  p50 %10.3f  p99 %10.3f\n"
       "  excess bytes   %.3g   makespan %.1f s   rounds %llu (ranked %llu)   %llu events in "
       "%.1f s\n",
-      r.scheduler, r.plugin ? "on" : "off", r.pace ? "pace" : "once", r.jobs.size(),
+      r.scheduler, r.plugin_label, r.pace ? "pace" : "once", r.jobs.size(),
       r.unfinished, r.servers, r.gpus, r.jct_s.mean, r.jct_s.p50, r.jct_s.p99, r.queueing_s.mean,
       r.queueing_s.p50, r.queueing_s.p99, r.iteration_slowdown.mean, r.iteration_slowdown.p50,
       r.iteration_slowdown.p99, r.excess_bytes, r.makespan_s,

@@ -7,6 +7,11 @@
 //   - Philly (traces/philly_pollux.csv): timestamp, duration (s), num_gpus.
 //     Rows are sorted by submit time; each job gets a measured model chosen
 //     by a seeded hash of its row; its duration is its isolated run time.
+//   - ITP-2021 (data/traces/itp2021/clusterNN.csv.gz, ElasticFlow's traces
+//     of Microsoft's ITP clusters): job_id, submission_time (s), duration
+//     (s), num_gpu; models assigned as for Philly. Range checks name the field
+//     and the row.
+//   Files may be gzip-compressed (detected by content).
 //   - Pollux workloads (pollux_workloads/workload-N.csv): name, time (s),
 //     application (the model), num_replicas. These windows carry no
 //     duration: each job's isolated run time is drawn (seeded) from a
@@ -47,6 +52,12 @@ struct TraceJob {
   uint32_t gpus = 1;
   std::string model;
   double duration_s = 0;   // isolated run time
+  // A gradient-size job (generated workloads): when gradient_bytes > 0 its
+  // iteration is compute_us of compute then a ring all-reduce of
+  // gradient_bytes (2(n-1)/n of it per server on n servers), instead of the
+  // catalogue's measured timing of `model`.
+  double compute_us = 0;
+  double gradient_bytes = 0;
 };
 
 struct TraceLoadOptions {
@@ -54,6 +65,12 @@ struct TraceLoadOptions {
   double hours = 0;                          // keep arrivals in the first `hours` (0: all)
   uint32_t max_jobs = 0;                     // keep the first N jobs (0: all)
   uint32_t max_gpus = 0;                     // drop jobs asking more GPUs (0: keep all)
+  uint32_t min_gpus = 0;                     // drop jobs asking fewer GPUs (0: keep all)
+  double arrival_scale = 1;                  // > 0: arrival times divided by it (2: twice the load)
+  // > 0: isolated run times multiplied by it (at least 1 s). With
+  // arrival_scale = 1 / duration_scale the trace runs compressed in time at
+  // the same load (fewer iterations to simulate: for sweeps).
+  double duration_scale = 1;
   double workload_median_duration_s = 600;   // Pollux workloads: median isolated run time
   std::vector<std::string> models;           // Philly: the models to assign (must not be empty)
 };
@@ -78,6 +95,9 @@ using RankFunction = host_scheduler::RankFunction;
 
 struct TraceReplayOptions {
   std::string trace_path;
+  // A generated workload (e.g. GeneratePoissonWorkload) replayed instead of
+  // a trace file when trace_path is empty; arrivals from 0, in order.
+  std::vector<TraceJob> jobs;
   std::string models_dir = "data/models";
   std::string scheduler = "themis";      // themis | pollux | consolidate
   // The host scheduler to drive instead of the reference policy `scheduler`
@@ -90,13 +110,17 @@ struct TraceReplayOptions {
   // phasor's slots, without ranking). The control that measures how much a
   // start delay alone perturbs a non-preemptive schedule (the noise bound).
   bool random_start = false;
-  // Generated fabric when topology_path is empty: "leaf-spine:N[:OVERSUB[:PER_LEAF]]"
-  // = N servers of 4 GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf,
-  // 2 spines, uplinks oversubscribed OVERSUB:1 (default 2).
+  // Generated fabric when topology_path is empty:
+  // "leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS]]]" = N servers of GPUS (default
+  // 4) GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf, 2 spines,
+  // uplinks oversubscribed OVERSUB:1 (default 2).
   std::string fabric = "leaf-spine:24";
   std::string topology_path;             // a topology YAML instead
   double hours = 0;                      // see TraceLoadOptions
   uint32_t max_jobs = 0;
+  uint32_t min_gpus = 0, max_gpus = 0;   // see TraceLoadOptions (trace files only)
+  double arrival_scale = 1;              // see TraceLoadOptions (trace files only)
+  double duration_scale = 1;             // see TraceLoadOptions (trace files only)
   double workload_median_duration_s = 600;
   uint32_t top_k = 4;                    // candidates per round
   uint64_t seed = 1;
@@ -104,7 +128,16 @@ struct TraceReplayOptions {
   // How the host's order and the predicted gain combine (placer/ranking_policy.h;
   // default: the host's first choice stands unless another candidate beats it
   // by 0.05 with a trusted prediction). min_gain < 0: Rank()'s order alone.
+  // Cassini mode sets min_gain < 0 (the paper ranks by the compatibility
+  // score) and discard_loops (CassiniMode below).
   placer::RankingPolicyOptions ranking_policy;
+  // Plugin on: running jobs are pinned at their current phase (SPEC 4,
+  // beyond; default true), so only new jobs move. False (Cassini): the solver
+  // shifts every job of the affinity graph freely, and each running job whose
+  // shift changed by more than a quantum is shifted once, at the end of its
+  // current iteration (FluidNetwork::ShiftNextIteration; counted in
+  // TraceReport::running_shifts).
+  bool pin_running = true;
   // Pace mode: an iteration that overruns its slot re-anchors the job's slot
   // grid instead of waiting for the next slot (SimJob::pace_reslot; default true).
   bool pace_reslot = true;
@@ -144,6 +177,7 @@ struct TraceReport {
   std::string scheduler;
   bool plugin = false;
   bool random_start = false;  // the noise control (TraceReplayOptions::random_start)
+  std::string plugin_label;   // "off", "random", "on" (phasor) or "cassini" (CassiniMode)
   bool pace = false;
   size_t servers = 0, gpus = 0, links = 0;
   std::vector<TraceJobResult> jobs;  // completed jobs, in trace order
@@ -157,6 +191,8 @@ struct TraceReport {
   uint64_t overtaken_rounds = 0;  // ranked rounds where another candidate overtook the host's first
   uint64_t reslots = 0;           // pace: slot grids re-anchored after an overrun
   uint64_t realignments = 0;      // once: iterations held back to the intended phase
+  uint64_t running_shifts = 0;    // pin_running off: running jobs shifted once to a new slot
+  uint64_t discarded_loops = 0;   // discard_loops: candidates discarded for a loop
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and
   // (up to 20000) sampled iteration slowdowns.
@@ -166,11 +202,35 @@ struct TraceReport {
   std::vector<double> slowdown_samples;
 };
 
+// The GPUs of the replay's fabric (options.topology_path or options.fabric);
+// errors as ReplayTrace's for a bad fabric.
+absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options);
+
+// The paper's algorithm on the same path as `--plugin on` (the ablation of
+// phasor's additions): `base` with the plugin on, once mode (pace off), no
+// re-alignment, no pins (running jobs are shifted as the solver says), Rank()'s
+// score order (ranking_policy.min_gain < 0) and loop candidates discarded
+// (ranking_policy.discard_loops).
+TraceReplayOptions CassiniMode(TraceReplayOptions base);
+
 // Runs one replay. Errors: InvalidArgument for bad options or trace rows
 // (named), NotFound for missing files.
 absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options);
 
+// The three modes of the ablation on one workload: plugin off (the host
+// alone), Cassini (CassiniMode(options)) and phasor (options, plugin on).
+struct ModeComparison {
+  TraceReport off, cassini, phasor;
+};
+absl::StatusOr<ModeComparison> CompareModes(const TraceReplayOptions& options);
+
 nlohmann::ordered_json TraceReportToJson(const TraceReport& report);
+// {"modes": [...], "runs": {mode: report}, "gain_over_off": {mode: {"jct_mean",
+// "jct_p99", "slowdown_p99", "excess_bytes"}}} (gains are off / mode: > 1 is
+// better; excess bytes off / mode, inf when the mode has none and off some).
+nlohmann::ordered_json ModeComparisonToJson(const ModeComparison& comparison);
+// A readable three-column table of the comparison.
+std::string ModeComparisonTable(const ModeComparison& comparison);
 nlohmann::ordered_json TraceSeriesToJson(const TraceReport& report);
 std::string TraceReportTable(const TraceReport& report);
 

@@ -1,14 +1,17 @@
 // `phasor simulate`: what-if runs of the fluid simulator (docs/simulator.md).
 //   phasor simulate FILE [--topology T.yaml] [--table]      fixed placement
-//   phasor simulate --trace CSV --scheduler S --plugin on|off ...   trace replay
+//   phasor simulate --trace CSV --scheduler S --plugin on|off|cassini ...   trace replay
+//   phasor simulate --workload cassini --compare ...   generated jobs, three modes
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cmd/phasor/commands.h"
 #include "nlohmann/json.hpp"
 #include "models/model_catalog.h"
+#include "sim/poisson_workload.h"
 #include "sim/scenario.h"
 #include "sim/topology_scenario.h"
 #include "sim/trace_replay.h"
@@ -38,6 +41,14 @@ struct SimulateFlags {
   double min_headroom = 0.1;
   std::string realign = "off";
   std::string reslot = "on";
+  std::string workload;
+  uint32_t jobs = 40;
+  double load = 0.9;
+  std::vector<uint32_t> job_gpus = {2, 4, 6, 8};
+  bool compare = false;
+  double arrival_scale = 1;
+  double duration_scale = 1;
+  uint32_t min_gpus = 0, max_gpus = 0;
 };
 
 [[noreturn]] void Fail(int code, const std::string& message) {
@@ -77,8 +88,9 @@ void RunTrace(const SimulateFlags& flags) {
   options.trace_path = flags.trace;
   options.models_dir = flags.models;
   options.scheduler = flags.scheduler;
-  if (flags.plugin != "on" && flags.plugin != "off" && flags.plugin != "random") {
-    Fail(kExitBadInput, "--plugin: must be on, off or random");
+  if (flags.plugin != "on" && flags.plugin != "off" && flags.plugin != "random" &&
+      flags.plugin != "cassini") {
+    Fail(kExitBadInput, "--plugin: must be on, off, random or cassini");
   }
   options.plugin = flags.plugin == "on";
   options.random_start = flags.plugin == "random";
@@ -99,6 +111,44 @@ void RunTrace(const SimulateFlags& flags) {
   if (flags.reslot != "on" && flags.reslot != "off") Fail(kExitBadInput, "--reslot: must be on or off");
   options.realign = flags.realign == "on";
   options.pace_reslot = flags.reslot == "on";
+  options.arrival_scale = flags.arrival_scale;
+  options.duration_scale = flags.duration_scale;
+  options.min_gpus = flags.min_gpus;
+  options.max_gpus = flags.max_gpus;
+  if (!flags.workload.empty()) {
+    if (flags.workload != "cassini") Fail(kExitBadInput, "--workload: must be cassini");
+    absl::StatusOr<sim::ModelCatalog> models = sim::ModelCatalog::Load(flags.models);
+    if (!models.ok()) Fail(CodeOf(models.status()), std::string(models.status().message()));
+    sim::PoissonWorkloadOptions workload;
+    workload.seed = flags.seed;
+    workload.jobs = flags.jobs;
+    workload.load = flags.load;
+    workload.median_duration_s = flags.median_duration_s;
+    workload.gpus = flags.job_gpus;
+    // The load is offered to the fabric's GPUs (the generated fabric's N x GPUS).
+    absl::StatusOr<uint32_t> gpus = sim::FabricGpus(options);
+    if (!gpus.ok()) Fail(CodeOf(gpus.status()), std::string(gpus.status().message()));
+    workload.cluster_gpus = *gpus;
+    absl::StatusOr<std::vector<sim::TraceJob>> jobs = sim::GeneratePoissonWorkload(workload, *models);
+    if (!jobs.ok()) Fail(CodeOf(jobs.status()), std::string(jobs.status().message()));
+    options.jobs = *std::move(jobs);
+  }
+  if (flags.compare) {
+    absl::StatusOr<sim::ModeComparison> comparison = sim::CompareModes(options);
+    if (!comparison.ok()) Fail(CodeOf(comparison.status()), std::string(comparison.status().message()));
+    std::cout << sim::ModeComparisonToJson(*comparison).dump(2) << "\n";
+    if (flags.table) std::cerr << sim::ModeComparisonTable(*comparison);
+    if (!flags.series.empty()) {
+      std::ofstream out(flags.series);
+      if (!out) Fail(kExitFailure, "cannot write '" + flags.series + "'");
+      nlohmann::ordered_json series = {{"off", sim::TraceSeriesToJson(comparison->off)},
+                                       {"cassini", sim::TraceSeriesToJson(comparison->cassini)},
+                                       {"phasor", sim::TraceSeriesToJson(comparison->phasor)}};
+      out << series.dump() << "\n";
+    }
+    return;
+  }
+  if (flags.plugin == "cassini") options = sim::CassiniMode(std::move(options));
   absl::StatusOr<sim::TraceReport> report = sim::ReplayTrace(options);
   if (!report.ok()) Fail(CodeOf(report.status()), std::string(report.status().message()));
   std::cout << sim::TraceReportToJson(*report).dump(2) << "\n";
@@ -130,10 +180,12 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--scheduler", flags->scheduler, "themis, pollux or consolidate")
       ->capture_default_str();
   cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts; random: off, each multi-server job starts "
-                  "after a random delay under its period (the noise control)")
+                  "after a random delay under its period (the noise control); cassini: the paper's algorithm "
+                  "(loop candidates discarded, once, no pins, no re-alignment, score order)")
       ->capture_default_str();
   cmd->add_option("--fabric", flags->fabric,
-                  "Generated fabric when no --topology: leaf-spine:N[:oversub] (4 GPUs, 50G NICs)")
+                  "Generated fabric when no --topology: leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS]]] "
+                  "(default 8 servers per leaf, 4 GPUs per server; 50G NICs)")
       ->capture_default_str();
   cmd->add_option("--hours", flags->hours, "Replay only this many hours of arrivals (0: all)");
   cmd->add_option("--max-jobs", flags->max_jobs, "Replay at most this many jobs (0: all)");
@@ -148,6 +200,27 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--record-at", flags->record_at_s,
                   "Trace replay: start of the 2 s load-series window, s (default: median arrival)");
   cmd->add_flag("!--no-progress", flags->progress, "No progress bar on stderr");
+  cmd->add_option("--workload", flags->workload,
+                  "Replay generated jobs instead of --trace: cassini (Poisson arrivals of VGG-, ResNet-, "
+                  "BERT-, GPT-2-, DLRM-like data-parallel jobs)");
+  cmd->add_option("--jobs", flags->jobs, "--workload: jobs to generate")->capture_default_str();
+  cmd->add_option("--load", flags->load, "--workload: offered GPU-time / cluster GPU-time")
+      ->capture_default_str();
+  cmd->add_option("--job-gpus", flags->job_gpus, "--workload: job sizes in GPUs, drawn uniformly")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_flag("--compare", flags->compare,
+                "Trace replay: run plugin off, cassini and phasor (on) on the same jobs and print the "
+                "three-mode comparison (--series writes the three series)");
+  cmd->add_option("--arrival-scale", flags->arrival_scale,
+                  "Trace files: divide arrival times by this (2 = twice the arrival rate)")
+      ->capture_default_str();
+  cmd->add_option("--duration-scale", flags->duration_scale,
+                  "Trace files: multiply isolated run times by this (with --arrival-scale 1/x: the same "
+                  "load, compressed in time)")
+      ->capture_default_str();
+  cmd->add_option("--min-gpus", flags->min_gpus, "Trace files: drop jobs of fewer GPUs (0: keep)");
+  cmd->add_option("--max-gpus", flags->max_gpus, "Trace files: drop jobs of more GPUs (0: keep)");
   cmd->add_option("--min-gain", flags->min_gain,
                   "Trace replay: predicted score gain another candidate needs to overtake the host's "
                   "first (< 0: rank by score alone)")
@@ -160,8 +233,11 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--reslot", flags->reslot, "Trace replay, pace mode: re-slot after an overrun on|off")
       ->capture_default_str();
   cmd->callback([flags] {
-    if (!flags->trace.empty()) {
-      if (!flags->input.empty()) Fail(kExitBadInput, "give a scenario FILE or --trace, not both");
+    if (!flags->trace.empty() && !flags->workload.empty()) {
+      Fail(kExitBadInput, "give --trace or --workload, not both");
+    }
+    if (!flags->trace.empty() || !flags->workload.empty()) {
+      if (!flags->input.empty()) Fail(kExitBadInput, "give a scenario FILE or --trace/--workload, not both");
       RunTrace(*flags);
       return;
     }

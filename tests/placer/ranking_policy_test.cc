@@ -142,6 +142,41 @@ TEST(RankingPolicyTest, OffKeepsRanksOrderAndEmptyIsNone) {
   EXPECT_EQ(ApplyRankingPolicy(request, {}, empty).reason, "none");
 }
 
+// Cassini's rule (the ablation): a candidate whose affinity graph has a loop
+// is discarded, even when it ranks first; phasor's policy keeps it.
+TEST(RankingPolicyTest, DiscardLoopsRejectsLoopCandidatesAsCassini) {
+  RankRequest request = Request();
+  // In the host's order: "tight" (one 22 Gbit/s link: each Up phase alone
+  // exceeds it, score < 1), then "loop" (j0 and j1 both on l0 and l2: a loop,
+  // every link interleaved, score 1).
+  request.candidates = {request.candidates[2], request.candidates[3]};
+  const Ranking ranked = Rank(request);
+  ASSERT_EQ(Order(ranked), (std::vector<std::string>{"loop", "tight"}));
+  ASSERT_TRUE(ranked.ranked[0].cycle);
+  ASSERT_FALSE(ranked.ranked[1].cycle);
+  const RankingPolicyOptions cassini{.min_gain = -1, .min_headroom = 0.1, .discard_loops = true};
+  Ranking ranking = ranked;
+  PolicyDecision d = ApplyRankingPolicy(request, cassini, ranking);
+  EXPECT_EQ(d.chosen, "tight");
+  EXPECT_EQ(d.discarded_loops, 1u);
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"tight"}));
+  ASSERT_EQ(ranking.rejected.size(), 1u);
+  EXPECT_EQ(ranking.rejected[0].candidate, "loop");
+  EXPECT_EQ(ranking.rejected[0].reason, "affinity graph has a loop (discarded, as Cassini)");
+  // The same ranking in score order without the rule: the loop runs.
+  ranking = ranked;
+  d = ApplyRankingPolicy(request, {.min_gain = -1, .min_headroom = 0.1}, ranking);
+  EXPECT_EQ(d.chosen, "loop");
+  EXPECT_EQ(d.discarded_loops, 0u);
+  // Only loops: nothing is ranked (the caller runs the host's first, unshifted).
+  ranking.ranked = {Ranked("loop", 1.0, {"l0", "l2"}, /*cycle=*/true)};
+  ranking.rejected.clear();
+  d = ApplyRankingPolicy(request, cassini, ranking);
+  EXPECT_EQ(d.reason, "none");
+  EXPECT_TRUE(ranking.ranked.empty());
+  EXPECT_EQ(ranking.rejected.size(), 1u);
+}
+
 TEST(RankingPolicyTest, RejectsBadOptions) {
   EXPECT_TRUE(ValidateRankingPolicyOptions({}).ok());
   EXPECT_THAT(std::string(ValidateRankingPolicyOptions({.min_gain = 0, .min_headroom = 1}).message()),

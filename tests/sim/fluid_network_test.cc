@@ -38,6 +38,35 @@ TEST(FluidNetworkTest, LoneJobRunsAtItsIsolatedIterationTime) {
   EXPECT_NEAR(a.finish_us, 5000 + 10 * 200000.0, 1e-2);
 }
 
+// A one-shot shift (Cassini's agents moving a running job): the iteration
+// after the current one waits for the next slot anchor + n x period; later
+// ones run free.
+TEST(FluidNetworkTest, ShiftNextIterationDelaysOneIterationToTheSlot) {
+  FluidNetwork net({{"l1", 50}});
+  ASSERT_TRUE(net.AddJob(Job("a", {{"l1", 1.0}}, 0, 4)).ok());  // 200 ms iterations
+  EXPECT_TRUE(net.AdvanceUntil(250000).empty());                // in its second iteration
+  ASSERT_TRUE(net.ShiftNextIteration("a", 30000, 200000).ok());
+  net.RunToCompletion();
+  const JobStats& a = net.job_stats()[0];
+  ASSERT_EQ(a.iteration_us.size(), 4u);
+  EXPECT_NEAR(a.iteration_us[0], 200000, 1e-3);
+  EXPECT_NEAR(a.iteration_us[1], 200000, 1e-3);
+  EXPECT_NEAR(a.iteration_us[2], 230000, 1e-3);  // ends at 400 ms, waits for the slot at 430 ms
+  EXPECT_NEAR(a.iteration_us[3], 200000, 1e-3);
+  EXPECT_EQ(a.shifts, 1u);
+  // A job whose first iteration has not started moves its start.
+  FluidNetwork later({{"l1", 50}});
+  ASSERT_TRUE(later.AddJob(Job("b", {{"l1", 1.0}}, 1000, 1)).ok());
+  ASSERT_TRUE(later.ShiftNextIteration("b", 50000, 200000).ok());
+  later.RunToCompletion();
+  EXPECT_NEAR(later.job_stats()[0].start_us, 50000, 1e-6);
+  EXPECT_NEAR(later.job_stats()[0].finish_us, 250000, 1e-3);
+  EXPECT_EQ(later.ShiftNextIteration("b", 0, 200000).code(), absl::StatusCode::kNotFound);
+  FluidNetwork bad({{"l1", 50}});
+  ASSERT_TRUE(bad.AddJob(Job("c", {{"l1", 1.0}})).ok());
+  EXPECT_THAT(std::string(bad.ShiftNextIteration("c", 0, 0).message()), HasSubstr("period_us must be > 0"));
+}
+
 TEST(FluidNetworkTest, NicCapBindsBelowTheLinkCapacity) {
   FluidNetwork net({{"l1", 100}});
   SimJob job = Job("a", {{"l1", 1.0}}, 0, 3);

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/host_scheduler.h"
+#include "sim/poisson_workload.h"
 
 namespace phasor::sim {
 namespace {
@@ -168,6 +169,68 @@ TEST(TraceTest, RegressionFieldsOutOfRangeNameTheField) {
   EXPECT_EQ((*edge)[0].duration_s, 31536000);
 }
 
+TEST(TraceTest, LoadsItp2021TracesPlainOrGzip) {
+  TraceLoadOptions options;
+  options.models = {"bert", "ncf"};
+  const std::string plain = WriteTemp("itp.csv",
+                                      "job_id,submission_time,duration,num_gpu\n"
+                                      "j2,5016,2066,8\r\n"
+                                      "j1,5010,1265.5,1\n");
+  auto jobs = LoadTrace(plain, options);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].id, "itp-j1");
+  EXPECT_EQ((*jobs)[0].arrival_us, 0);
+  EXPECT_EQ((*jobs)[0].duration_s, 1265.5);
+  EXPECT_EQ((*jobs)[0].gpus, 1u);
+  EXPECT_EQ((*jobs)[1].id, "itp-j2");
+  EXPECT_EQ((*jobs)[1].arrival_us, 6e6);
+  EXPECT_EQ((*jobs)[1].gpus, 8u);
+  EXPECT_TRUE((*jobs)[1].model == "bert" || (*jobs)[1].model == "ncf");
+  // The bundled real trace, gzip-compressed and unsorted, read as it is.
+  jobs = LoadTrace("data/traces/itp2021/cluster01.csv.gz", options);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1595u);
+  EXPECT_EQ((*jobs)[0].id, "itp-965d744f-0445-c1a8-12af-97e4c536c66e");
+  EXPECT_EQ((*jobs)[0].gpus, 64u);
+  EXPECT_EQ((*jobs)[0].duration_s, 2429);
+  EXPECT_EQ((*jobs)[1].arrival_us, (2000581 - 1932025) * 1e6);
+  EXPECT_EQ(jobs->back().arrival_us, (4848400 - 1932025) * 1e6);
+  options.max_gpus = 8;
+  options.max_jobs = 10;
+  jobs = LoadTrace("data/traces/itp2021/cluster01.csv.gz", options);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(jobs->size(), 10u);
+  EXPECT_EQ((*jobs)[0].id, "itp-fb10987f-20ac-3703-eb67-146a77a6e17c");
+}
+
+TEST(TraceTest, RejectsBadItp2021RowsNamingTheFieldAndRow) {
+  TraceLoadOptions options;
+  options.models = {"bert"};
+  const std::string header = "job_id,submission_time,duration,num_gpu\nok,1,10,1\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a,-1,10,1", ":3: submission_time: '-1' is not a number of seconds in 0..1e+09"},
+      {"a,soon,10,1", ":3: submission_time: 'soon' is not a number of seconds in 0..1e+09"},
+      {"a,1,0,1", ":3: duration: '0': a job runs for some time"},
+      {"a,1,nan,1", ":3: duration: 'nan' is not a number of seconds in 0..3.1536e+07"},
+      {"a,1,4e7,1", ":3: duration: '4e7' is not a number of seconds in 0..3.1536e+07"},
+      {"a,1,10,0", ":3: num_gpu: '0' is not a GPU count in 1..65536"},
+      {"a,1,10,2.5", ":3: num_gpu: '2.5' is not a GPU count in 1..65536"},
+      {"a,1,10,100001", ":3: num_gpu: '100001' is not a GPU count in 1..65536"},
+      {",1,10,1", ":3: job_id: empty"},
+      {"a,1,10", ":3: expected 4 fields, found 3"},
+  };
+  for (const auto& [row, message] : cases) {
+    const absl::StatusOr<std::vector<TraceJob>> jobs =
+        LoadTrace(WriteTemp("itp_bad.csv", header + row + "\n"), options);
+    EXPECT_EQ(jobs.status().code(), absl::StatusCode::kInvalidArgument) << row;
+    EXPECT_THAT(std::string(jobs.status().message()), HasSubstr(message)) << row;
+  }
+  // A gzip header followed by garbage.
+  const std::string corrupt = WriteTemp("itp_bad.csv.gz", std::string("\x1f\x8b\x08\x00garbage", 11));
+  EXPECT_THAT(std::string(LoadTrace(corrupt, options).status().message()), HasSubstr("corrupt gzip"));
+}
+
 // Two 12-GPU deepspeech2 jobs (measured "444": Up is 33% of the iteration) on
 // 3 leaves of 2 servers: consolidation puts one on leaf1 + 1 server of leaf2,
 // the other on leaf2's other server + leaf3, so both rings cross leaf2's
@@ -220,6 +283,115 @@ TEST(TraceReplayTest, PluginRemovesCollisionsOnASharedUplink) {
   EXPECT_EQ(json["plugin"], "on");
   EXPECT_EQ(json["jobs_completed"], 2);
   EXPECT_TRUE(json["jct_s"].contains("p99"));
+}
+
+// Two generated 3-GPU jobs on 3 leaves of 2 one-GPU servers: consolidation
+// puts a on s1, s2 + s3 and b on s4 + s5, s6, so both rings cross leaf2's
+// spine links. a arrives at 0.5 s (its iterations of 72 ms then end at
+// 32 ms modulo 72 ms, not at the solver's shift 0), b at 10 s.
+TraceReplayOptions TwoGradientJobs() {
+  TraceReplayOptions options;
+  options.models_dir = "data/models";
+  options.scheduler = "consolidate";
+  options.fabric = "leaf-spine:6:2:2:1";
+  options.top_k = 2;
+  TraceJob a{.id = "a", .arrival_us = 0.5e6, .gpus = 3, .model = "grad", .duration_s = 60,
+             .compute_us = 40000, .gradient_bytes = 150e6};
+  TraceJob b = a;
+  b.id = "b";
+  b.arrival_us = 10e6;
+  options.jobs = {a, b};
+  return options;
+}
+
+// Cassini mode is phasor's path with options: once mode whatever `pace`
+// says, no re-alignment, running jobs not pinned but shifted.
+TEST(TraceReplayTest, CassiniModeShiftsRunningJobsAndNeverRealigns) {
+  TraceReplayOptions options = TwoGradientJobs();
+  options.realign = true;
+  options.realign_threshold_us = 0;
+  options.realign_min_interval_s = 0;
+  absl::StatusOr<TraceReport> phasor = ReplayTrace(options);
+  ASSERT_TRUE(phasor.ok()) << phasor.status();
+  const TraceReplayOptions cassini_options = CassiniMode(options);
+  EXPECT_FALSE(cassini_options.realign);
+  EXPECT_FALSE(cassini_options.pin_running);
+  EXPECT_TRUE(cassini_options.ranking_policy.discard_loops);
+  EXPECT_LT(cassini_options.ranking_policy.min_gain, 0);
+  options.pace = true;  // ignored by Cassini mode
+  absl::StatusOr<TraceReport> cassini = ReplayTrace(CassiniMode(options));
+  ASSERT_TRUE(cassini.ok()) << cassini.status();
+  ASSERT_EQ(phasor->jobs.size(), 2u);
+  ASSERT_EQ(cassini->jobs.size(), 2u);
+  EXPECT_EQ(phasor->jobs[0].placement, "111");
+  EXPECT_TRUE(phasor->jobs[0].networked);
+  EXPECT_EQ(phasor->plugin_label, "on");
+  EXPECT_EQ(cassini->plugin_label, "cassini");
+  EXPECT_FALSE(cassini->pace);
+  EXPECT_EQ(cassini->reslots, 0u);
+  EXPECT_EQ(cassini->realignments, 0u);
+  // phasor pins the running job a; Cassini moves it to the solver's slot.
+  EXPECT_EQ(phasor->running_shifts, 0u);
+  EXPECT_EQ(cassini->running_shifts, 1u);
+  EXPECT_EQ(TraceReportToJson(*cassini)["plugin"], "cassini");
+  EXPECT_EQ(TraceReportToJson(*cassini)["running_shifts"], 1);
+}
+
+TEST(TraceReplayTest, CompareModesRunsOffCassiniAndPhasorOnTheSameJobs) {
+  absl::StatusOr<ModeComparison> c = CompareModes(TwoGradientJobs());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->off.plugin_label, "off");
+  EXPECT_EQ(c->cassini.plugin_label, "cassini");
+  EXPECT_EQ(c->phasor.plugin_label, "on");
+  EXPECT_GT(c->off.excess_bytes, 0);
+  EXPECT_LT(c->phasor.excess_bytes, c->off.excess_bytes);
+  const nlohmann::ordered_json json = ModeComparisonToJson(*c);
+  EXPECT_EQ(json["modes"], nlohmann::ordered_json({"off", "cassini", "phasor"}));
+  EXPECT_EQ(json["gain_over_off"]["phasor"]["jct_mean"],
+            c->off.jct_s.mean / c->phasor.jct_s.mean);
+  EXPECT_THAT(ModeComparisonTable(*c), HasSubstr("iteration slowdown p99"));
+}
+
+TEST(PoissonWorkloadTest, OffersTheLoadWithTheModelMix) {
+  absl::StatusOr<ModelCatalog> models = ModelCatalog::Load("data/models");
+  ASSERT_TRUE(models.ok()) << models.status();
+  PoissonWorkloadOptions options;
+  options.jobs = 400;
+  options.load = 0.5;
+  options.cluster_gpus = 24;
+  absl::StatusOr<std::vector<TraceJob>> jobs = GeneratePoissonWorkload(options, *models);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 400u);
+  EXPECT_EQ(jobs->front().arrival_us, 0);
+  double gpu_s = 0;
+  std::map<std::string, int> per_model;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    const TraceJob& j = (*jobs)[i];
+    if (i > 0) {
+      EXPECT_GE(j.arrival_us, (*jobs)[i - 1].arrival_us);
+    }
+    gpu_s += j.gpus * j.duration_s;
+    ++per_model[j.model];
+    EXPECT_TRUE(j.gpus == 2 || j.gpus == 4 || j.gpus == 6 || j.gpus == 8) << j.gpus;
+    if (j.model == "vgg19") {
+      EXPECT_DOUBLE_EQ(j.gradient_bytes, 547.1e6);  // the catalogue's
+    }
+    if (j.model == "bert") {
+      EXPECT_EQ(j.gradient_bytes, 0);  // measured timing
+    }
+  }
+  EXPECT_EQ(per_model.size(), 5u);
+  // Offered load = GPU-time / (cluster GPUs x span); the span of n Poisson
+  // arrivals is n-1 mean gaps, so it is near (not exactly) the target.
+  const double span_s = jobs->back().arrival_us / 1e6;
+  EXPECT_NEAR(gpu_s / (24 * span_s), 0.5, 0.05);
+  EXPECT_EQ(GeneratePoissonWorkload(options, *models)->back().arrival_us, jobs->back().arrival_us);
+  options.load = 0;
+  EXPECT_THAT(std::string(GeneratePoissonWorkload(options, *models).status().message()),
+              HasSubstr("workload.load: 0 must be > 0"));
+  options.load = 1;
+  options.models = {{.name = "nosuch", .measured = true, .compute_us = 0, .gradient_mb = 0}};
+  EXPECT_EQ(GeneratePoissonWorkload(options, *models).status().code(), absl::StatusCode::kNotFound);
 }
 
 // Any host scheduler behind the seam drives a replay: this one places every
@@ -287,6 +459,27 @@ TEST(TraceReplayTest, RejectsBadOptions) {
   options.fabric = "leaf-spine:8";
   options.top_k = 0;
   EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("--top-k"));
+  options.top_k = 4;
+  options.fabric = "leaf-spine:8:2:4:0";
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("is not leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS 1..9]]]"));
+  options.fabric = "leaf-spine:8";
+  options.arrival_scale = 0;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("arrival_scale: 0 must be > 0"));
+  options.arrival_scale = 1;
+  options.duration_scale = -1;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("duration_scale: -1 must be > 0"));
+  options.duration_scale = 1;
+  options.trace_path.clear();
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("trace_path: no trace file and no generated jobs"));
+  TraceReplayOptions generated = TwoGradientJobs();
+  std::swap(generated.jobs[0], generated.jobs[1]);
+  EXPECT_THAT(std::string(ReplayTrace(generated).status().message()),
+              HasSubstr("jobs[1].arrival_us: before the previous job's"));
+  generated = TwoGradientJobs();
+  generated.jobs[0].compute_us = -1;
+  EXPECT_THAT(std::string(ReplayTrace(generated).status().message()), HasSubstr("jobs[0].compute_us"));
 }
 
 }  // namespace
