@@ -97,8 +97,8 @@ struct ExtenderOptions {
   // Candidates proposed per plan (default 8, as the Slurm integration's;
   // phasord's limit is 256): the packings from the first leaves, and the
   // spread in the last slot. A planning call's cost grows with it, since
-  // every candidate carries the running jobs' link shares (about 3 ms of CPU
-  // per candidate with 20 running jobs at 1,000 nodes: docs/kubernetes.md).
+  // every candidate carries the running jobs' link shares (about 3-4 ms of
+  // CPU per candidate with 20 running jobs at 1,000 nodes: docs/kubernetes.md).
   uint32_t max_candidates = 8;
   // Filter drops nodes outside the job's plan (default off: only prioritize steers).
   bool filter_to_plan = false;
