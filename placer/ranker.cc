@@ -407,28 +407,49 @@ absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limit
     pattern_bins[job.id] = std::min<uint64_t>(o.circle.max_bins, QuantizedPeriodUs(job.profile.period_us,
                                                                                 o.circle.quantum_us) / q);
   }
-  std::unordered_map<std::string_view, absl::uint128> link_bins;
-  std::unordered_map<std::string_view, uint32_t> link_jobs;
+  // Links by index (the request's links first, then names only candidates
+  // give, which Rank rejects): one lookup per share and no allocation per
+  // candidate, since every candidate of a scheduler's request repeats the
+  // running jobs' shares.
+  std::unordered_map<std::string_view, size_t> link_index;
+  link_index.reserve(request.links.size());
+  for (size_t l = 0; l < request.links.size(); ++l) link_index.emplace(request.links[l].id, link_index.size());
+  std::vector<std::string_view> link_name;
+  for (const Link& link : request.links) link_name.push_back(link.id);
+  std::vector<absl::uint128> link_bins(link_name.size());
+  std::vector<uint32_t> link_jobs(link_name.size());
+  std::vector<size_t> touched;  // this candidate's links, in first-seen order
   for (size_t c = 0; c < request.candidates.size(); ++c) {
-    link_bins.clear();
-    link_jobs.clear();
     for (const auto& [job, job_links] : request.candidates[c].links) {
       auto it = pattern_bins.find(job);
       if (it == pattern_bins.end()) continue;  // Rank rejects the candidate
       for (const auto& [link, share] : job_links) {
         if (share <= 0) continue;
-        link_bins[link] += absl::uint128(o.circle.max_bins) + it->second;
-        ++link_jobs[link];
+        auto at = link_index.find(link);
+        if (at == link_index.end()) {
+          at = link_index.emplace(link, link_name.size()).first;
+          link_name.push_back(link);
+          link_bins.push_back(0);
+          link_jobs.push_back(0);
+        }
+        const size_t l = at->second;
+        if (link_jobs[l] == 0) touched.push_back(l);
+        link_bins[l] += absl::uint128(o.circle.max_bins) + it->second;
+        ++link_jobs[l];
       }
     }
-    for (const auto& [link, bins] : link_bins) {
-      if (link_jobs[link] >= 2 && bins > limits.max_link_bins) {
+    for (size_t l : touched) {
+      const absl::uint128 bins = link_bins[l];
+      if (link_jobs[l] >= 2 && bins > limits.max_link_bins) {
         return absl::ResourceExhaustedError(absl::StrCat(
-            "candidates[", c, "].links (link '", std::string(link), "'): up to ", static_cast<uint64_t>(std::min(
+            "candidates[", c, "].links (link '", std::string(link_name[l]), "'): up to ", static_cast<uint64_t>(std::min(
                 bins, absl::uint128(std::numeric_limits<uint64_t>::max()))),
-            " bins for ", link_jobs[link], " jobs exceed the limit max_link_bins (", limits.max_link_bins, ")"));
+            " bins for ", link_jobs[l], " jobs exceed the limit max_link_bins (", limits.max_link_bins, ")"));
       }
+      link_bins[l] = 0;
+      link_jobs[l] = 0;
     }
+    touched.clear();
   }
   return absl::OkStatus();
 }

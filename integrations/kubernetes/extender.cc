@@ -72,10 +72,10 @@ Extender::Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, to
       clock_(std::move(clock)),
       fabric_(std::move(fabric)),
       models_(std::move(models)) {
-  size_t i = 0;
+  std::unordered_map<std::string, size_t> leaf_index;
   for (topology::NodeIndex s : fabric_.Servers()) {
     const topology::Node& server = fabric_.node(s);
-    server_order_[server.id] = i++;
+    server_order_.emplace(server.id, server_order_.size());
     // The leaf: the switch the server's first link reaches.
     std::string leaf;
     for (topology::LinkIndex l : server.out) {
@@ -85,7 +85,9 @@ Extender::Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, to
         break;
       }
     }
-    server_leaf_[server.id] = leaf;
+    auto [it, added] = leaf_index.emplace(leaf, leaf_ids_.size());
+    if (added) leaf_ids_.push_back(leaf);
+    leaf_of_server_.push_back(it->second);
   }
 }
 
@@ -219,29 +221,33 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
       for (const std::string& s : c.servers.at(plan.job)) reserved.insert(s);
     }
   }
-  std::vector<const Offered*> free;
-  std::set<std::string> seen;
+  // The free offered servers in fabric order (by index: the offered list is
+  // the scheduler's, 1,000 nodes and more).
+  std::vector<std::pair<size_t, const Offered*>> free;
+  free.reserve(offered.size());
+  std::vector<bool> seen(server_order_.size());
   for (const Offered& o : offered) {
-    if (!server_order_.contains(o.server) || reserved.contains(o.server) || !seen.insert(o.server).second) continue;
-    free.push_back(&o);
+    auto index = server_order_.find(o.server);
+    if (index == server_order_.end() || seen[index->second] || reserved.contains(o.server)) continue;
+    seen[index->second] = true;
+    free.emplace_back(index->second, &o);
     node_by_server_[o.server] = o.node;
   }
   if (free.size() < job.pods) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job.key, ": ", job.pods, " pods but only ", free.size(),
                                                       " free nodes of the fabric offered"));
   }
-  std::sort(free.begin(), free.end(),
-            [&](const Offered* a, const Offered* b) { return server_order_[a->server] < server_order_[b->server]; });
-  const uint32_t server_gpus = fabric_.node(*fabric_.FindNode(free[0]->server)).gpus;
+  std::sort(free.begin(), free.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const uint32_t server_gpus = fabric_.node(*fabric_.FindNode(free[0].second->server)).gpus;
   absl::StatusOr<std::optional<placer::TrafficProfile>> profile = ProfileOf(pod, job, server_gpus);
   if (!profile.ok()) return profile.status();
 
   // Candidates: packed leaf by leaf starting at each leaf in turn, then one
   // spread round-robin over the leaves.
-  std::vector<std::string> leaves;
-  std::map<std::string, std::vector<std::string>> by_leaf;
-  for (const Offered* o : free) {
-    const std::string& leaf = server_leaf_[o->server];
+  std::vector<size_t> leaves;  // in the order of their first free server
+  std::map<size_t, std::vector<std::string>> by_leaf;
+  for (const auto& [index, o] : free) {
+    const size_t leaf = leaf_of_server_[index];
     if (!by_leaf.contains(leaf)) leaves.push_back(leaf);
     by_leaf[leaf].push_back(o->server);
   }
@@ -254,7 +260,10 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
       proposals.push_back(std::move(servers));
     }
   };
-  for (size_t start = 0; start < leaves.size(); ++start) {
+  // The spread keeps the last slot when the leaves outnumber the slots (it
+  // is the one candidate that is not a packing).
+  const size_t packed_slots = std::max<size_t>(1, options_.max_candidates - 1);
+  for (size_t start = 0; start < leaves.size() && proposals.size() < packed_slots; ++start) {
     std::vector<std::string> servers;
     for (size_t k = 0; k < leaves.size() && servers.size() < job.pods; ++k) {
       for (const std::string& s : by_leaf[leaves[(start + k) % leaves.size()]]) {
@@ -266,7 +275,7 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
   {
     std::vector<std::string> servers;
     for (size_t round = 0; servers.size() < job.pods; ++round) {
-      for (const std::string& leaf : leaves) {
+      for (size_t leaf : leaves) {
         if (round < by_leaf[leaf].size() && servers.size() < job.pods) servers.push_back(by_leaf[leaf][round]);
       }
     }

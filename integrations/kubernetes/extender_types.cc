@@ -429,6 +429,76 @@ json ToJson(const HostPriorityList& list) {
   return out;
 }
 
+namespace {
+
+// A JSON string as dump() writes it: printable ASCII without '"' or '\\' as
+// it is, anything else through nlohmann's escaping (and UTF-8 check).
+void AppendJsonString(std::string& out, const std::string& s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u > 0x7e || c == '"' || c == '\\') {
+      out += json(s).dump();
+      return;
+    }
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void AppendStringMap(std::string& out, const std::map<std::string, std::string>& m) {
+  out += '{';
+  bool first = true;
+  for (const auto& [k, v] : m) {
+    if (!first) out += ',';
+    first = false;
+    AppendJsonString(out, k);
+    out += ':';
+    AppendJsonString(out, v);
+  }
+  out += '}';
+}
+
+}  // namespace
+
+std::string ToJsonText(const HostPriorityList& list) {
+  std::string out;
+  out.reserve(list.size() * 32 + 2);
+  out += '[';
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"Host\":";
+    AppendJsonString(out, list[i].host);
+    absl::StrAppend(&out, ",\"Score\":", list[i].score, "}");
+  }
+  out += ']';
+  return out;
+}
+
+std::string ToJsonText(const ExtenderFilterResult& r) {
+  if (r.nodes) return ToJson(r).dump();
+  // The keys in dump()'s (sorted) order.
+  std::string out = "{\"Error\":";
+  AppendJsonString(out, r.error);
+  out += ",\"FailedAndUnresolvableNodes\":";
+  AppendStringMap(out, r.failed_and_unresolvable_nodes);
+  out += ",\"FailedNodes\":";
+  AppendStringMap(out, r.failed_nodes);
+  out += ",\"NodeNames\":";
+  if (r.node_names) {
+    out += '[';
+    for (size_t i = 0; i < r.node_names->size(); ++i) {
+      if (i > 0) out += ',';
+      AppendJsonString(out, (*r.node_names)[i]);
+    }
+    out += ']';
+  } else {
+    out += "null";
+  }
+  out += ",\"Nodes\":null}";
+  return out;
+}
+
 json ToJson(const ExtenderBindingArgs& a) {
   return json{{"PodName", a.pod_name}, {"PodNamespace", a.pod_namespace}, {"PodUID", a.pod_uid}, {"Node", a.node}};
 }

@@ -7,6 +7,15 @@
 #include "spdlog/spdlog.h"
 
 namespace phasor::kubernetes {
+namespace {
+
+// filter and prioritize are written straight to text (their 1,000-node
+// replies), bind through the JSON tree.
+std::string ReplyText(const HostPriorityList& r) { return ToJsonText(r); }
+std::string ReplyText(const ExtenderFilterResult& r) { return ToJsonText(r); }
+std::string ReplyText(const ExtenderBindingResult& r) { return ToJson(r).dump(); }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ExtenderHttpServer>> ExtenderHttpServer::Start(Extender* extender,
                                                                               HttpServerOptions options) {
@@ -39,7 +48,7 @@ absl::StatusOr<std::unique_ptr<ExtenderHttpServer>> ExtenderHttpServer::Start(Ex
           res.set_content(std::string(args.status().message()) + "\n", "text/plain");
           return;
         }
-        res.set_content(ToJson(decide(*args)).dump(), "application/json");
+        res.set_content(ReplyText(decide(*args)), "application/json");
       } catch (const std::exception& e) {
         res.status = 500;
         res.set_content(absl::StrCat("internal error: ", e.what(), "\n"), "text/plain");

@@ -254,6 +254,28 @@ TEST(RankLimitsTest, OneJobOnALinkIsNotContended) {
   EXPECT_TRUE(CheckRankLimits(r, limits).ok());
 }
 
+// The per-link counts start again at each candidate: a and b alone on l in
+// two different candidates never make l contended, while both on l in a
+// third do (and a link no request link defines is counted by its name).
+TEST(RankLimitsTest, LinkCountsAreKeptPerCandidate) {
+  RankRequest r = TwoJobs(Square(200'000, 90'000, 45), Square(200'000, 80'000, 40));
+  r.candidates = {{.id = "c0", .links = {{"a", {{"l", 1.0}}}}, .servers = {}},
+                  {.id = "c1", .links = {{"b", {{"l", 1.0}}}}, .servers = {}},
+                  {.id = "c2", .links = {{"a", {{"x", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}}};
+  RankLimits limits;
+  limits.max_link_bins = 1;
+  EXPECT_TRUE(CheckRankLimits(r, limits).ok());
+  r.candidates.push_back({.id = "c3", .links = {{"a", {{"x", 1.0}}}, {"b", {{"x", 0.5}}}}, .servers = {}});
+  EXPECT_EQ(CheckRankLimits(r, limits),
+            absl::ResourceExhaustedError("candidates[3].links (link 'x'): up to 131472 bins for 2 jobs "
+                                         "exceed the limit max_link_bins (1)"));
+  r.candidates.push_back(r.candidates[3]);
+  r.candidates[3].links["b"] = {{"l", 1.0}};
+  EXPECT_EQ(CheckRankLimits(r, limits),
+            absl::ResourceExhaustedError("candidates[4].links (link 'x'): up to 131472 bins for 2 jobs "
+                                         "exceed the limit max_link_bins (1)"));
+}
+
 TEST(RankLimitsTest, DeadlineStopsTheRequestWithResourceExhausted) {
   const RankRequest r = TwoJobs(Square(200'000, 90'000, 45), Square(200'000, 80'000, 40));
   // A clock that moves 1 s per reading: the first check after the start is late.

@@ -22,9 +22,9 @@ namespace {
 using ::phasor::testing::DaemonHarness;
 using nlohmann::json;
 
-// TCP ports of this test (the engineer's range 26000-26099).
-constexpr int kApiPort = 26011;
-constexpr int kExtenderPort = 26010;
+// TCP ports of this test (loopback, 27410-27451).
+constexpr int kApiPort = 27411;
+constexpr int kExtenderPort = 27410;
 
 const std::string& Fabric() {
   static const std::string path = std::string(PHASOR_SOURCE_DIR) + "/tests/integrations/kubernetes/leaf_spine_4x4.yaml";
@@ -445,6 +445,77 @@ TEST(ExtenderE2eTest, PlansExpireAndNothingIsCommittedForPodsThatNeverArrive) {
   auto snapshot = (*client::Client::Connect(co))->GetSnapshot();
   ASSERT_TRUE(snapshot.ok());
   EXPECT_EQ(snapshot->offsets_size(), 0);
+}
+
+// The candidates follow the fabric's order whatever order (and repeats) the
+// scheduler offers the nodes in: planning sorts the offered nodes by the
+// server index built when the fabric is loaded.
+TEST(ExtenderE2eTest, CandidatesFollowTheFabricOrderWhateverTheOfferedOrder) {
+  DaemonHarness phasord(TweakPhasord);
+  ASSERT_TRUE(phasord.Start());
+  CommitRunningJob(phasord);
+  auto bind = [](const ExtenderBindingArgs&) { return absl::OkStatus(); };
+  auto in_order = Extender::Create(Options(phasord), bind);
+  auto scrambled = Extender::Create(Options(phasord), bind);
+  ASSERT_TRUE(in_order.ok() && scrambled.ok());
+  ExtenderArgs args;
+  args.pod = *PodFromJson(PodJson("ml", "o-0", "o", 3, SquareProfile()), "Pod");
+  args.node_names.emplace();
+  for (const std::string& n : AllNodes()) {
+    if (n != "s1" && n != "s5") args.node_names->push_back(n);  // the running job's nodes
+  }
+  (*in_order)->Prioritize(args);
+  // Reversed, every node twice, and a node the fabric does not know.
+  ExtenderArgs shuffled = args;
+  shuffled.node_names.emplace(args.node_names->rbegin(), args.node_names->rend());
+  shuffled.node_names->insert(shuffled.node_names->end(), args.node_names->begin(), args.node_names->end());
+  shuffled.node_names->push_back("gpu-node-without-server");
+  const HostPriorityList scores = (*scrambled)->Prioritize(shuffled);
+  ASSERT_EQ(scores.size(), 29u);  // one score per offered entry, in the offered order
+  EXPECT_EQ(scores.front().host, "s16");
+  EXPECT_EQ(scores.back().host, "gpu-node-without-server");
+  EXPECT_EQ(scores.back().score, 0);
+
+  std::optional<JobPlan> a = (*in_order)->PlanOf("ml/o");
+  std::optional<JobPlan> b = (*scrambled)->PlanOf("ml/o");
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  // Packed from each leaf in turn, then one spread over the leaves.
+  const std::vector<std::vector<std::string>> expected = {
+      {"s2", "s3", "s4"}, {"s6", "s7", "s8"}, {"s9", "s10", "s11"}, {"s13", "s14", "s15"}, {"s2", "s6", "s9"}};
+  for (const JobPlan* plan : {&*a, &*b}) {
+    std::vector<std::vector<std::string>> candidates;
+    for (const placer::Candidate& c : plan->request.candidates) candidates.push_back(c.servers.at("ml/o"));
+    EXPECT_EQ(candidates, expected);
+  }
+  EXPECT_EQ(a->nodes, b->nodes);
+  EXPECT_EQ(a->candidate, b->candidate);
+  EXPECT_EQ(a->nodes, (std::vector<std::string>{"s2", "s3", "s4"}));
+}
+
+// With more leaves than max_candidates the spread still gets the last slot.
+TEST(ExtenderE2eTest, TheSpreadKeepsTheLastCandidateSlot) {
+  DaemonHarness phasord(TweakPhasord);
+  ASSERT_TRUE(phasord.Start());
+  ExtenderOptions o = Options(phasord);
+  o.max_candidates = 3;
+  auto extender = Extender::Create(o, [](const ExtenderBindingArgs&) { return absl::OkStatus(); });
+  ASSERT_TRUE(extender.ok());
+  ExtenderArgs args;
+  args.pod = *PodFromJson(PodJson("ml", "w-0", "w", 2, SquareProfile()), "Pod");
+  args.node_names = AllNodes();
+  (*extender)->Prioritize(args);
+  std::optional<JobPlan> plan = (*extender)->PlanOf("ml/w");
+  ASSERT_TRUE(plan.has_value());
+  std::vector<std::vector<std::string>> candidates;
+  for (const placer::Candidate& c : plan->request.candidates) candidates.push_back(c.servers.at("ml/w"));
+  EXPECT_EQ(candidates, (std::vector<std::vector<std::string>>{{"s1", "s2"}, {"s5", "s6"}, {"s1", "s5"}}));
+  o.max_candidates = 1;  // one slot: the first packing alone
+  auto one = Extender::Create(o, [](const ExtenderBindingArgs&) { return absl::OkStatus(); });
+  ASSERT_TRUE(one.ok());
+  (*one)->Prioritize(args);
+  ASSERT_TRUE((*one)->PlanOf("ml/w").has_value());
+  ASSERT_EQ((*one)->PlanOf("ml/w")->request.candidates.size(), 1u);
+  EXPECT_EQ((*one)->PlanOf("ml/w")->nodes, (std::vector<std::string>{"s1", "s2"}));
 }
 
 TEST(ExtenderE2eTest, FullNodeModeEchoesNodesAndFiltersToThePlan) {

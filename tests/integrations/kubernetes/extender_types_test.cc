@@ -87,6 +87,39 @@ TEST(GoldenTest, PreemptionRoundTrips) {
   ExpectSame(ToJson(*r), Golden("ExtenderPreemptionResult"));
 }
 
+// The hot verbs' replies written as text are byte for byte ToJson's dump(),
+// escapes and all, and throw where dump() throws (a name that is not UTF-8).
+TEST(ReplyTextTest, EqualsTheJsonTreesDump) {
+  const std::vector<std::string> names = {"s1", "", "node \"q\" \\ x", "tab\there", "n\x01", "\xc3\xa9t\xc3\xa9", "\x7f"};
+  HostPriorityList list;
+  for (size_t i = 0; i < names.size(); ++i) list.push_back({names[i], static_cast<int64_t>(i) - 1});
+  EXPECT_EQ(ToJsonText(list), ToJson(list).dump());
+  EXPECT_EQ(ToJsonText(HostPriorityList{}), "[]");
+  EXPECT_EQ(ToJsonText(HostPriorityList{{"s1", 10}, {"s2", 0}}),
+            R"([{"Host":"s1","Score":10},{"Host":"s2","Score":0}])");
+
+  ExtenderFilterResult r;
+  EXPECT_EQ(ToJsonText(r), ToJson(r).dump());
+  EXPECT_EQ(ToJsonText(r), R"({"Error":"","FailedAndUnresolvableNodes":{},"FailedNodes":{},"NodeNames":null,"Nodes":null})");
+  r.node_names = names;
+  for (const std::string& n : names) r.failed_nodes[n + "-f"] = "phasor: not in the plan of \"ml/a\"";
+  r.failed_and_unresolvable_nodes["gone"] = "no such node";
+  r.error = "a \\ b\n";
+  EXPECT_EQ(ToJsonText(r), ToJson(r).dump());
+  r.node_names->clear();
+  EXPECT_EQ(ToJsonText(r), ToJson(r).dump());
+  // Full-Node mode goes through the tree.
+  absl::StatusOr<ExtenderFilterResult> golden = ParseExtenderFilterResult(Golden("ExtenderFilterResult"));
+  ASSERT_TRUE(golden.ok()) << golden.status();
+  EXPECT_EQ(ToJsonText(*golden), ToJson(*golden).dump());
+
+  EXPECT_THROW(ToJsonText(HostPriorityList{{"bad\xff", 0}}), json::type_error);
+  EXPECT_THROW(ToJson(HostPriorityList{{"bad\xff", 0}}).dump(), json::type_error);
+  ExtenderFilterResult bad;
+  bad.node_names = std::vector<std::string>{"bad\xff"};
+  EXPECT_THROW(ToJsonText(bad), json::type_error);
+}
+
 TEST(ExtenderArgsTest, FieldNamesMatchCaseInsensitivelyAsInGo) {
   absl::StatusOr<ExtenderArgs> a = ParseExtenderArgs(R"({"pod": {"metadata": {"name": "p"}}, "nodenames": ["n1"]})");
   ASSERT_TRUE(a.ok()) << a.status();
