@@ -1,5 +1,7 @@
 #include "integrations/client/placement_watcher.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <utility>
 
@@ -65,7 +67,12 @@ absl::Status PlacementWatcher::Reconnect() {
   o.endpoint = options_.endpoint;
   o.timeout_ms = options_.timeout_ms;
   o.curve = options_.curve;
-  absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o, &context_);
+  absl::StatusOr<std::unique_ptr<Client>> c;
+  try {
+    c = Client::Connect(o, &context_);
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat("--placements-from: cannot make a socket: ", e.what()));
+  }
   if (!c.ok()) {
     const bool keys = absl::StrContains(c.status().message(), "curve");
     return absl::InvalidArgumentError(
@@ -82,7 +89,12 @@ absl::StatusOr<bool> PlacementWatcher::Poll() {
     ++polls_;
   }
   const std::string where = absl::StrCat(options_.program, ": --placements-from: ");
-  absl::StatusOr<v1::Snapshot> snapshot = client_->GetSnapshot();
+  absl::StatusOr<v1::Snapshot> snapshot;
+  try {
+    snapshot = client_->GetSnapshot();
+  } catch (const zmq::error_t& e) {  // e.g. a poll interrupted by a signal
+    snapshot = absl::UnavailableError(absl::StrCat("phasord at ", options_.endpoint, ": ", e.what()));
+  }
   if (!snapshot.ok()) {
     size_t rules = 0;
     {
@@ -98,7 +110,7 @@ absl::StatusOr<bool> PlacementWatcher::Poll() {
     }
     // A request that got no answer stays queued on the socket; a fresh one
     // does not hand phasord a backlog of stale GetSnapshots when it returns.
-    if (absl::IsUnavailable(snapshot.status())) (void)Reconnect();
+    if (absl::IsUnavailable(snapshot.status())) (void)Reconnect();  // on failure the old socket stays
     return snapshot.status();
   }
   if (!reachable_) {
@@ -141,6 +153,10 @@ absl::StatusOr<bool> PlacementWatcher::Poll() {
 void PlacementWatcher::Start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] {
+    // Signals (SIGINT, SIGTERM) are the capture's to handle, on its thread.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
     std::unique_lock<std::mutex> lock(stop_mu_);
     while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms), [this] { return stop_; })) {
       lock.unlock();

@@ -81,7 +81,8 @@ class PlacementWatcher {
   // error (Unavailable when it did not answer) with the table kept.
   absl::StatusOr<bool> Poll();
 
-  // Polls every poll_ms on a thread until destruction. Once only.
+  // Polls every poll_ms on a thread until destruction (the thread blocks
+  // signals, so SIGINT/SIGTERM reach the caller's threads). Once only.
   void Start();
 
   // The current table: empty until phasord first answered. Never null.
