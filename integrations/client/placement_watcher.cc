@@ -16,7 +16,8 @@ std::map<std::string, std::vector<std::string>> CommittedServers(const v1::Snaps
   std::map<std::string, std::vector<std::string>> out;
   for (const v1::Candidate& c : snapshot.placement().candidates()) {
     if (c.id() != "committed") continue;
-    for (const auto& [job, list] : c.servers()) out[job].assign(list.servers().begin(), list.servers().end());
+    for (const auto& [job, list] : c.servers())
+      out[job].assign(list.servers().begin(), list.servers().end());
   }
   return out;
 }
@@ -24,20 +25,20 @@ std::map<std::string, std::vector<std::string>> CommittedServers(const v1::Snaps
 absl::StatusOr<protocol::CurveClientKeys> LoadPlacementKeys(const std::string& server_key_file,
                                                             const std::string& client_key_prefix) {
   if (server_key_file.empty() != client_key_prefix.empty()) {
-    return absl::InvalidArgumentError("--placements-server-key and --placements-keys: give both or neither");
+    return absl::InvalidArgumentError(
+        "--placements-server-key and --placements-keys: give both or neither");
   }
-  return protocol::LoadCurveClientKeys(server_key_file, client_key_prefix, "--placements-server-key",
-                                       "--placements-keys");
+  return protocol::LoadCurveClientKeys(server_key_file, client_key_prefix,
+                                       "--placements-server-key", "--placements-keys");
 }
 
-absl::StatusOr<std::unique_ptr<PlacementWatcher>> PlacementWatcher::Create(PlacementWatcherOptions options,
-                                                                         probe::ServerAddresses addresses,
-                                                                         std::ostream& diagnostics) {
+absl::StatusOr<std::unique_ptr<PlacementWatcher>> PlacementWatcher::Create(
+    PlacementWatcherOptions options, probe::ServerAddresses addresses, std::ostream& diagnostics) {
   const std::string& e = options.endpoint;
-  if (absl::Status s = options.curve
-                           ? protocol::CheckEndpoint("--placements-from", e)
-                           : protocol::CheckPlainEndpoint("--placements-from", e,
-                                                          "give --placements-server-key and --placements-keys");
+  if (absl::Status s = options.curve ? protocol::CheckEndpoint("--placements-from", e)
+                                     : protocol::CheckPlainEndpoint(
+                                           "--placements-from", e,
+                                           "give --placements-server-key and --placements-keys");
       !s.ok()) {
     return s;
   }
@@ -46,9 +47,11 @@ absl::StatusOr<std::unique_ptr<PlacementWatcher>> PlacementWatcher::Create(Place
         absl::StrCat("--placements-timeout-ms: ", options.timeout_ms, " is below 1"));
   }
   if (options.poll_ms < 10) {
-    return absl::InvalidArgumentError(absl::StrCat("--placements-poll-ms: ", options.poll_ms, " is below 10"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--placements-poll-ms: ", options.poll_ms, " is below 10"));
   }
-  std::unique_ptr<PlacementWatcher> w(new PlacementWatcher(std::move(options), std::move(addresses), diagnostics));
+  std::unique_ptr<PlacementWatcher> w(
+      new PlacementWatcher(std::move(options), std::move(addresses), diagnostics));
   if (absl::Status s = w->Reconnect(); !s.ok()) return s;
   return w;
 }
@@ -71,7 +74,8 @@ absl::Status PlacementWatcher::Reconnect() {
   try {
     c = Client::Connect(o, &context_);
   } catch (const zmq::error_t& e) {
-    return absl::UnavailableError(absl::StrCat("--placements-from: cannot make a socket: ", e.what()));
+    return absl::UnavailableError(
+        absl::StrCat("--placements-from: cannot make a socket: ", e.what()));
   }
   if (!c.ok()) {
     const bool keys = absl::StrContains(c.status().message(), "curve");
@@ -93,7 +97,8 @@ absl::StatusOr<bool> PlacementWatcher::Poll() {
   try {
     snapshot = client_->GetSnapshot();
   } catch (const zmq::error_t& e) {  // e.g. a poll interrupted by a signal
-    snapshot = absl::UnavailableError(absl::StrCat("phasord at ", options_.endpoint, ": ", e.what()));
+    snapshot =
+        absl::UnavailableError(absl::StrCat("phasord at ", options_.endpoint, ": ", e.what()));
   }
   if (!snapshot.ok()) {
     size_t rules = 0;
@@ -103,14 +108,15 @@ absl::StatusOr<bool> PlacementWatcher::Poll() {
       rules = table_->size();
     }
     if (reachable_) {
-      diagnostics_ << absl::StrCat(where, "phasord at ", options_.endpoint, " not reachable: ",
-                                   snapshot.status().message(), "; keeping the last flow table (", rules,
-                                   " rules)\n");
+      diagnostics_ << absl::StrCat(where, "phasord at ", options_.endpoint,
+                                   " not reachable: ", snapshot.status().message(),
+                                   "; keeping the last flow table (", rules, " rules)\n");
       reachable_ = false;
     }
     // A request that got no answer stays queued on the socket; a fresh one
     // does not hand phasord a backlog of stale GetSnapshots when it returns.
-    if (absl::IsUnavailable(snapshot.status())) (void)Reconnect();  // on failure the old socket stays
+    if (absl::IsUnavailable(snapshot.status()))
+      (void)Reconnect();  // on failure the old socket stays
     return snapshot.status();
   }
   if (!reachable_) {
@@ -135,11 +141,13 @@ absl::StatusOr<bool> PlacementWatcher::Poll() {
     }
     servers = std::move(known);
   }
-  absl::StatusOr<probe::FlowJobTable> table = probe::FlowJobTable::FromPlacement(job_servers, addresses_);
+  absl::StatusOr<probe::FlowJobTable> table =
+      probe::FlowJobTable::FromPlacement(job_servers, addresses_);
   if (!table.ok()) return table.status();  // not reached: every server left has an address
   if (!unknown.empty()) {
-    diagnostics_ << absl::StrCat(where, "placement version ", version, ": no address in --servers for ",
-                                 absl::StrJoin(unknown, ", "), "; their flows stay unmapped\n");
+    diagnostics_ << absl::StrCat(where, "placement version ", version,
+                                 ": no address in --servers for ", absl::StrJoin(unknown, ", "),
+                                 "; their flows stay unmapped\n");
   }
   const size_t jobs = table->Jobs().size();
   std::lock_guard<std::mutex> lock(mu_);
@@ -158,7 +166,8 @@ void PlacementWatcher::Start() {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     std::unique_lock<std::mutex> lock(stop_mu_);
-    while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms), [this] { return stop_; })) {
+    while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms),
+                              [this] { return stop_; })) {
       lock.unlock();
       (void)Poll();
       lock.lock();

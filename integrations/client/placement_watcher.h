@@ -56,7 +56,8 @@ struct PlacementWatcherOptions {
 
 // The job -> servers of a Snapshot's committed candidate (empty when it has
 // none).
-std::map<std::string, std::vector<std::string>> CommittedServers(const phasor::v1::Snapshot& snapshot);
+std::map<std::string, std::vector<std::string>> CommittedServers(
+    const phasor::v1::Snapshot& snapshot);
 
 // Reads the --placements-server-key / --placements-keys options (both or
 // neither) with protocol::LoadCurveClientKeys. InvalidArgument naming the option.
@@ -96,7 +97,8 @@ class PlacementWatcher {
   nlohmann::json SummaryJson() const;
 
  private:
-  PlacementWatcher(PlacementWatcherOptions options, probe::ServerAddresses addresses, std::ostream& diagnostics)
+  PlacementWatcher(PlacementWatcherOptions options, probe::ServerAddresses addresses,
+                   std::ostream& diagnostics)
       : options_(std::move(options)), addresses_(std::move(addresses)), diagnostics_(diagnostics) {}
   // A fresh socket: requests queued towards an absent phasord are dropped.
   absl::Status Reconnect();

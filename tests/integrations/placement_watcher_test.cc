@@ -56,7 +56,8 @@ class PlacementWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     daemon_ = std::make_unique<DaemonHarness>([](daemon::DaemonOptions& o) {
-      o.topology_path = std::string(o.state_path).replace(o.state_path.rfind('/'), std::string::npos, "/fabric.yaml");
+      o.topology_path = std::string(o.state_path)
+                            .replace(o.state_path.rfind('/'), std::string::npos, "/fabric.yaml");
     });
     std::ofstream(daemon_->options().topology_path) << kFabric;
     ASSERT_TRUE(daemon_->Start());
@@ -136,9 +137,10 @@ TEST_F(PlacementWatcherTest, TableFollowsCommitsAndReleases) {
   EXPECT_THAT(w->table()->Jobs(), ElementsAre("job-b"));
   EXPECT_EQ(w->table()->JobOf(Flow("10.0.0.1", "10.0.0.2")), "");
   EXPECT_EQ(diagnostics_.str(), "");
-  EXPECT_EQ(w->SummaryJson().dump(),
-            "{\"placements\":{\"endpoint\":\"" + daemon_->options().request_endpoint +
-                "\",\"failures\":0,\"jobs\":1,\"polls\":5,\"refreshes\":4,\"rules\":4,\"version\":3}}");
+  EXPECT_EQ(
+      w->SummaryJson().dump(),
+      "{\"placements\":{\"endpoint\":\"" + daemon_->options().request_endpoint +
+          "\",\"failures\":0,\"jobs\":1,\"polls\":5,\"refreshes\":4,\"rules\":4,\"version\":3}}");
 }
 
 TEST_F(PlacementWatcherTest, OutageKeepsTheLastTableAndIsSaidOnce) {
@@ -153,10 +155,10 @@ TEST_F(PlacementWatcherTest, OutageKeepsTheLastTableAndIsSaidOnce) {
   }
   EXPECT_EQ(w->table()->JobOf(Flow("10.0.0.1", "10.0.0.2")), "job-a");
   EXPECT_EQ(w->version(), 1u);
-  EXPECT_EQ(diagnostics_.str(), "phasor-probe: --placements-from: phasord at " +
-                                    daemon_->options().request_endpoint +
-                                    " not reachable: phasord at " + daemon_->options().request_endpoint +
-                                    ": no reply to GetSnapshot within 300 ms; keeping the last flow table (2 rules)\n");
+  EXPECT_EQ(diagnostics_.str(),
+            "phasor-probe: --placements-from: phasord at " + daemon_->options().request_endpoint +
+                " not reachable: phasord at " + daemon_->options().request_endpoint +
+                ": no reply to GetSnapshot within 300 ms; keeping the last flow table (2 rules)\n");
   diagnostics_.str("");
 
   // Back, with the same stored placement: the version is the same, the
@@ -180,7 +182,8 @@ TEST_F(PlacementWatcherTest, ServersWithoutAddressAreLeftOutAndSaidOncePerVersio
   EXPECT_EQ(w->table()->size(), 2u);
   EXPECT_EQ(w->table()->JobOf(Flow("10.0.0.2", "10.0.0.1")), "job-a");
   EXPECT_EQ(diagnostics_.str(),
-            "phasor-probe: --placements-from: placement version 1: no address in --servers for server 's4' of "
+            "phasor-probe: --placements-from: placement version 1: no address in --servers for "
+            "server 's4' of "
             "job 'job-a'; their flows stay unmapped\n");
 }
 
@@ -209,7 +212,8 @@ TEST(PlacementWatcherOptionsTest, BadOptionsAreNamed) {
   EXPECT_THAT(s.message(), HasSubstr("--placements-from"));
   EXPECT_THAT(s.message(), HasSubstr("give --placements-server-key and --placements-keys"));
   o.endpoint = "http://127.0.0.1:7410";
-  EXPECT_THAT(create(o).message(), HasSubstr("--placements-from: 'http://127.0.0.1:7410' is not a"));
+  EXPECT_THAT(create(o).message(),
+              HasSubstr("--placements-from: 'http://127.0.0.1:7410' is not a"));
   o.endpoint = "ipc:///tmp/phasord-requests";
   o.poll_ms = 5;
   EXPECT_EQ(create(o), absl::InvalidArgumentError("--placements-poll-ms: 5 is below 10"));
@@ -217,7 +221,8 @@ TEST(PlacementWatcherOptionsTest, BadOptionsAreNamed) {
   o.timeout_ms = 0;
   EXPECT_EQ(create(o), absl::InvalidArgumentError("--placements-timeout-ms: 0 is below 1"));
   EXPECT_EQ(LoadPlacementKeys("server.pub", "").status(),
-            absl::InvalidArgumentError("--placements-server-key and --placements-keys: give both or neither"));
+            absl::InvalidArgumentError(
+                "--placements-server-key and --placements-keys: give both or neither"));
   EXPECT_THAT(LoadPlacementKeys("/nonexistent/server.pub", "/nonexistent/probe").status().message(),
               HasSubstr("--placements-server-key"));
   EXPECT_EQ(diagnostics.str(), "");

@@ -159,8 +159,9 @@ TEST_F(ProbePlacementsTest, CommittedPlacementMapsTheCapturedFlowsToTheJob) {
   ASSERT_TRUE(ranked.ok()) << ranked.status();
   ASSERT_TRUE((*c)->Commit(ranked->ranking_id, "s1-s2").ok());
 
-  const ProbeRun run = RunProbe("--placements-from " + phasord.endpoint("requests") + " --servers " + servers_ +
-                                " --publish " + phasord.endpoint("profiles") + Eal());
+  const ProbeRun run =
+      RunProbe("--placements-from " + phasord.endpoint("requests") + " --servers " + servers_ +
+               " --publish " + phasord.endpoint("profiles") + Eal());
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   // s1 <-> s2 is J's; job-b's flow between unplaced servers stays a flow.
   ASSERT_EQ(run.by_subject.size(), 2u) << run.r.out;
@@ -212,8 +213,8 @@ TEST_F(ProbePlacementsTest, StaticFlowsWinOverThePlacement) {
   ASSERT_TRUE((*c)->Commit(ranked->ranking_id, "s1-s2").ok());
   const std::string flows = dir_ + "/flows.txt";
   std::ofstream(flows) << "pinned 10.0.0.1 10.0.0.2 0x11\nother fd00::1 * *\n";
-  const ProbeRun run = RunProbe("--flows " + flows + " --placements-from " + phasord.endpoint("requests") +
-                                " --servers " + servers_ + Eal());
+  const ProbeRun run = RunProbe("--flows " + flows + " --placements-from " +
+                                phasord.endpoint("requests") + " --servers " + servers_ + Eal());
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   EXPECT_EQ(run.by_subject.count("pinned"), 1u) << run.r.out;
   EXPECT_EQ(run.by_subject.count("other"), 1u) << run.r.out;
@@ -223,15 +224,18 @@ TEST_F(ProbePlacementsTest, StaticFlowsWinOverThePlacement) {
 TEST_F(ProbePlacementsTest, AbsentPhasordIsSaidOnceAndTheProbeGoesOn) {
   // Nothing listens here.
   const std::string nobody = "ipc://" + dir_ + "/nobody";
-  const ProbeRun run = RunProbe("--placements-from " + nobody + " --placements-timeout-ms 200 --servers " +
-                                servers_ + Eal());
+  const ProbeRun run = RunProbe("--placements-from " + nobody +
+                                " --placements-timeout-ms 200 --servers " + servers_ + Eal());
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   EXPECT_EQ(run.by_subject.size(), 2u) << run.r.out;  // unmapped flows, still measured
   EXPECT_EQ(run.by_subject.count("J"), 0u) << run.r.out;
   EXPECT_EQ(CountOf(run.r.err, "not reachable"), 1) << run.r.err;
-  EXPECT_THAT(run.r.err, HasSubstr("phasor-probe: --placements-from: phasord at " + nobody +
-                                   " not reachable: phasord at " + nobody +
-                                   ": no reply to GetSnapshot within 200 ms; keeping the last flow table (0 rules)\n"));
+  EXPECT_THAT(
+      run.r.err,
+      HasSubstr(
+          "phasor-probe: --placements-from: phasord at " + nobody + " not reachable: phasord at " +
+          nobody +
+          ": no reply to GetSnapshot within 200 ms; keeping the last flow table (0 rules)\n"));
   const nlohmann::json placements = Summary(run.r.err, "placements");
   ASSERT_TRUE(placements.is_object()) << run.r.err;
   EXPECT_EQ(placements["version"], nullptr);
@@ -247,9 +251,12 @@ TEST_F(ProbePlacementsTest, BadPlacementOptions) {
   } cases[] = {
       {from, "phasor-probe: --placements-from needs --servers (the servers' addresses)\n"},
       {"--servers " + servers_,
-       "phasor-probe: --servers, --placements-server-key and --placements-keys need --placements-from\n"},
-      {from + " --servers " + dir_ + "/missing.txt", "phasor-probe: --servers: cannot open '" + dir_ + "/missing.txt'\n"},
-      {from + " --servers " + bad, "phasor-probe: servers '" + bad + "' line 2: ip: '10.0.0.x' is not an IP address\n"},
+       "phasor-probe: --servers, --placements-server-key and --placements-keys need "
+       "--placements-from\n"},
+      {from + " --servers " + dir_ + "/missing.txt",
+       "phasor-probe: --servers: cannot open '" + dir_ + "/missing.txt'\n"},
+      {from + " --servers " + bad,
+       "phasor-probe: servers '" + bad + "' line 2: ip: '10.0.0.x' is not an IP address\n"},
       {from + " --servers " + servers_ + " --placements-poll-ms 5",
        "phasor-probe: --placements-poll-ms: 5 is below 10\n"},
       {from + " --servers " + servers_ + " --placements-keys " + dir_ + "/k",
