@@ -4,13 +4,17 @@
 // releases, survives an outage, and says what it could not map.
 #include "integrations/client/placement_watcher.h"
 
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "probe/roce_parser.h"
+#include "protocol/curve_keys.h"
 #include "tests/daemon/daemon_harness.h"
 
 namespace phasor::client {
@@ -55,13 +59,15 @@ std::string Polled(PlacementWatcher& w) {
 class PlacementWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    daemon_ = std::make_unique<DaemonHarness>([](daemon::DaemonOptions& o) {
+    daemon_ = std::make_unique<DaemonHarness>([this](daemon::DaemonOptions& o) {
       o.topology_path = std::string(o.state_path)
                             .replace(o.state_path.rfind('/'), std::string::npos, "/fabric.yaml");
+      o.metrics_listen = "";  // no TCP port of its own
+      if (tweak_) tweak_(o);
     });
     std::ofstream(daemon_->options().topology_path) << kFabric;
     ASSERT_TRUE(daemon_->Start());
-    auto c = Client::Connect({daemon_->options().request_endpoint, 5000, std::nullopt});
+    auto c = Client::Connect({daemon_->options().request_endpoint, 5000, client_curve_});
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = *std::move(c);
     auto addresses = probe::ServerAddresses::Parse(kAddresses, "servers.txt");
@@ -69,9 +75,11 @@ class PlacementWatcherTest : public ::testing::Test {
     addresses_ = *addresses;
   }
 
-  std::unique_ptr<PlacementWatcher> Watch(int poll_ms = 2000) {
+  std::unique_ptr<PlacementWatcher> Watch(
+      int poll_ms = 2000, std::optional<protocol::CurveClientKeys> curve = std::nullopt) {
     PlacementWatcherOptions o;
     o.endpoint = daemon_->options().request_endpoint;
+    o.curve = std::move(curve);
     o.timeout_ms = 300;
     o.poll_ms = poll_ms;
     auto w = PlacementWatcher::Create(o, addresses_, diagnostics_);
@@ -96,6 +104,9 @@ class PlacementWatcherTest : public ::testing::Test {
     ASSERT_TRUE(client_->Commit(reply->ranking_id(), "here").ok());
   }
 
+  std::function<void(daemon::DaemonOptions&)> tweak_;
+  std::optional<protocol::CurveClientKeys>
+      client_curve_;  // the test's own client  // set before SetUp by a derived fixture
   std::unique_ptr<DaemonHarness> daemon_;
   std::unique_ptr<Client> client_;
   probe::ServerAddresses addresses_;
@@ -198,6 +209,62 @@ TEST_F(PlacementWatcherTest, TheThreadRefreshesOnItsOwn) {
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return w->version() == 2u; }));
   EXPECT_THAT(w->table()->Jobs(), ElementsAre("job-a", "job-b"));
   w.reset();  // joins the thread
+}
+
+// phasord on loopback TCP with CURVE only (ports of this test's range,
+// 27110-27112): a probe whose key phasord allows gets the placement through
+// --placements-keys; a stranger's handshake fails and its table stays empty.
+class PlacementWatcherCurveTest : public PlacementWatcherTest {
+ protected:
+  void SetUp() override {
+    keys_ = ::phasor::testing::MakeTempDir();
+    server_ = *protocol::GenerateCurveKeyPair();
+    const protocol::CurveKeyPair probe = *protocol::GenerateCurveKeyPair();
+    const protocol::CurveKeyPair stranger = *protocol::GenerateCurveKeyPair();
+    ASSERT_TRUE(protocol::WriteKeyPair(server_, keys_ + "/server", false).ok());
+    ASSERT_TRUE(protocol::WriteKeyPair(probe, keys_ + "/probe", false).ok());
+    ASSERT_TRUE(protocol::WriteKeyPair(stranger, keys_ + "/stranger", false).ok());
+    std::ofstream(keys_ + "/allowed") << probe.public_key << "\n";
+    tweak_ = [this](daemon::DaemonOptions& o) {
+      ::phasor::testing::UseCurveOnLoopback(o, keys_);
+      o.request_endpoint = "tcp://127.0.0.1:27110";
+      o.profile_endpoint = "tcp://127.0.0.1:27111";
+      o.offset_endpoint = "tcp://127.0.0.1:27112";
+    };
+    client_curve_ =
+        protocol::CurveClientKeys{server_.public_key, probe.public_key, probe.secret_key};
+    PlacementWatcherTest::SetUp();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    std::filesystem::remove_all(keys_);
+  }
+  std::string keys_;
+  protocol::CurveKeyPair server_;
+};
+
+TEST_F(PlacementWatcherCurveTest, AllowedKeysGetThePlacementAStrangerDoesNot) {
+  Place("job-a", {"s1", "s2"});
+  auto allowed = LoadPlacementKeys(keys_ + "/server.pub", keys_ + "/probe");
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  std::unique_ptr<PlacementWatcher> w = Watch(2000, *allowed);
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(Polled(*w), "refreshed");
+  EXPECT_EQ(w->table()->JobOf(Flow("10.0.0.1", "10.0.0.2")), "job-a");
+
+  auto stranger = LoadPlacementKeys(keys_ + "/server.pub", keys_ + "/stranger");
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  std::unique_ptr<PlacementWatcher> refused = Watch(2000, *stranger);
+  ASSERT_NE(refused, nullptr);
+  EXPECT_THAT(Polled(*refused), HasSubstr("UNAVAILABLE"));
+  EXPECT_EQ(refused->table()->size(), 0u);
+  EXPECT_EQ(refused->version(), std::nullopt);
+
+  // Without keys a TCP endpoint off loopback would be refused outright;
+  // this one is loopback, so the plain socket is allowed and phasord drops it.
+  std::unique_ptr<PlacementWatcher> plain = Watch(2000);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_THAT(Polled(*plain), HasSubstr("UNAVAILABLE"));
 }
 
 TEST(PlacementWatcherOptionsTest, BadOptionsAreNamed) {
