@@ -24,6 +24,21 @@ Clock SystemClock() {
   };
 }
 
+namespace {
+
+// A stored placement's servers: empty (none kept), or a ServerList of
+// non-empty names.
+absl::Status CheckStoredServers(const std::string& bytes) {
+  v1::ServerList servers;
+  if (!servers.ParseFromString(bytes)) return absl::InvalidArgumentError("servers: does not parse as ServerList");
+  for (int i = 0; i < servers.servers_size(); ++i) {
+    if (servers.servers(i).empty()) return absl::InvalidArgumentError(absl::StrCat("servers[", i, "]: is empty"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Service>> Service::Open(const DaemonOptions& options, Metrics* metrics, Clock clock,
                                                        OffsetPublisher publish) {
   if (absl::Status s = ValidateDaemonOptions(options); !s.ok()) return s;
@@ -54,10 +69,15 @@ absl::Status Service::Restore() {
   for (const StoredPlacement& p : *placements) {
     if (v1::LinkShares shares; !shares.ParseFromString(p.links)) {
       bad.push_back({"placements", p.job, "links: does not parse as LinkShares"});
+    } else if (absl::Status s = CheckStoredServers(p.servers); !s.ok()) {
+      bad.push_back({"placements", p.job, std::string(s.message())});
     } else {
       ++placements_;
     }
   }
+  absl::StatusOr<uint64_t> version = store_->PlacementVersion();
+  if (!version.ok()) return version.status();
+  placement_version_ = *version;
   absl::StatusOr<std::vector<StoredProfile>> profiles = store_->LoadProfiles();
   if (!profiles.ok()) return profiles.status();
   for (const StoredProfile& p : *profiles) {
@@ -133,6 +153,12 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
       });
   if (!request.ok()) return request.status();
   PreparedRanking prepared;
+  // The servers of server-form candidates, kept beside the routed links so
+  // that a commit records where each job runs (routing clears them).
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> candidate_servers;
+  for (const placer::Candidate& c : request->candidates) {
+    if (!c.servers.empty()) candidate_servers[c.id] = c.servers;
+  }
   // Server-form candidates become link shares by the ring traffic model over
   // the configured fabric (the semantics of `phasor rank --topology`);
   // without a fabric Rank() rejects them itself.
@@ -151,6 +177,15 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
   // jobs' profiles and links' capacities, which a commit keeps.
   v1::RankRequest as_ranked = protocol::ToProto(*request);
   as_ranked.clear_options();
+  for (v1::Candidate& c : *as_ranked.mutable_candidates()) {
+    auto it = candidate_servers.find(c.id());
+    if (it == candidate_servers.end()) continue;
+    for (const auto& [job, servers] : it->second) {
+      v1::ServerList& list = (*c.mutable_servers())[job];
+      list.clear_servers();
+      for (const std::string& server : servers) list.add_servers(server);
+    }
+  }
   prepared.request_id = id;
   prepared.ranking_id = next_ranking_id_++;
   prepared.request = *std::move(request);
@@ -250,12 +285,14 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
       if (old->second.period_us != o.period_us || old->second.shift_us != o.shift_us) ++o.version;
     }
     offsets.push_back(o);
-    std::string links;
+    std::string links, servers;
     if (shares != nullptr) {
       auto it = shares->links().find(s.job());
       if (it != shares->links().end()) links = it->second.SerializeAsString();
+      auto on = shares->servers().find(s.job());
+      if (on != shares->servers().end()) servers = on->second.SerializeAsString();
     }
-    placements.push_back({s.job(), req.candidate(), req.ranking_id(), links, now});
+    placements.push_back({s.job(), req.candidate(), req.ranking_id(), links, now, servers});
   }
   for (const v1::LinkResult& l : chosen->links()) samples.push_back({l.id(), now, l.score(), 1 - l.score(), "commit"});
   // The committed jobs' profiles and links' capacities as the request gave
@@ -280,6 +317,7 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
     spdlog::error("phasord: commit of '{}' failed: {}", req.candidate(), std::string(s.message()));
     return absl::InternalError(s.message());
   }
+  if (!placements.empty()) ++placement_version_;
   v1::CommitReply reply;
   reply.set_request_id(req.request_id());
   for (const StoredOffset& o : offsets) {
@@ -325,15 +363,19 @@ absl::StatusOr<v1::Snapshot> Service::GetSnapshot(const v1::GetSnapshot& req) co
   v1::Snapshot reply;
   reply.set_request_id(req.request_id());
   reply.set_epoch_us(epoch_us_);
+  reply.set_placement_version(placement_version_);
   v1::RankRequest& placement = *reply.mutable_placement();
   v1::Candidate& committed = *placement.add_candidates();
   committed.set_id("committed");
   std::set<std::string> links;
   for (const StoredPlacement& p : *placements) {
     v1::LinkShares shares;
-    if (!shares.ParseFromString(p.links)) {
+    v1::ServerList servers;
+    if (!shares.ParseFromString(p.links) || !servers.ParseFromString(p.servers)) {
       return absl::InternalError(absl::StrCat("stored placement of job '", p.job, "' does not parse"));
     }
+    // Where the job runs, whether or not its profile is known.
+    if (servers.servers_size() > 0) (*committed.mutable_servers())[p.job] = std::move(servers);
     std::optional<placer::TrafficProfile> profile;
     if (auto it = job_profiles_.find(p.job); it != job_profiles_.end()) {
       profile = protocol::ProfileFromUpdate(it->second);
@@ -429,6 +471,7 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
     spdlog::error("phasord: release failed: {}", std::string(released.status().message()));
     return absl::InternalError(released.status().message());
   }
+  if (!released->empty()) ++placement_version_;
   v1::ReleaseReply reply;
   reply.set_request_id(req.request_id());
   for (const std::string& job : *released) {

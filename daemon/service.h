@@ -129,6 +129,7 @@ class Service {
   // The profiles RankRequests gave inline (the latest per job), for GetSnapshot.
   std::map<std::string, placer::TrafficProfile> request_profiles_;
   size_t placements_ = 0;
+  uint64_t placement_version_ = 0;  // as stored (StateStore::PlacementVersion)
 };
 
 }  // namespace phasor::daemon

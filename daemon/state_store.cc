@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS rankings (id INTEGER PRIMARY KEY, created_epoch_us IN
                                      reply BLOB NOT NULL, candidates BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS placements (job TEXT PRIMARY KEY, candidate TEXT NOT NULL,
                                        ranking_id INTEGER NOT NULL, links BLOB NOT NULL,
-                                       committed_epoch_us INTEGER NOT NULL);
+                                       committed_epoch_us INTEGER NOT NULL,
+                                       servers BLOB NOT NULL DEFAULT x'');
 CREATE TABLE IF NOT EXISTS offsets (job TEXT PRIMARY KEY, origin_epoch_us INTEGER NOT NULL,
                                     period_us INTEGER NOT NULL, shift_us INTEGER NOT NULL,
                                     version INTEGER NOT NULL);
@@ -62,6 +63,22 @@ CREATE TABLE IF NOT EXISTS committed_links (link TEXT PRIMARY KEY, capacity_gbps
 CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL,
                                        row_key TEXT NOT NULL, reason TEXT NOT NULL, at_epoch_us INTEGER NOT NULL);
 )sql";
+
+// Columns added after a table was first shipped: databases made before get
+// them with an empty default (old placements have no servers).
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* definition;
+};
+constexpr AddedColumn kAddedColumns[] = {
+    {"placements", "servers", "servers BLOB NOT NULL DEFAULT x''"},
+};
+
+// Bumps meta.placement_version inside the caller's transaction.
+constexpr const char* kBumpPlacementVersion =
+    "INSERT INTO meta (key, value) VALUES ('placement_version', 1) "
+    "ON CONFLICT(key) DO UPDATE SET value = value + 1";
 
 }  // namespace
 
@@ -82,6 +99,20 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
         std::string(kSchema)}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) {
       return absl::UnavailableError(absl::StrCat("state_path: '", path, "': ", s.message()));
+    }
+  }
+  for (const AddedColumn& added : kAddedColumns) {
+    bool present = false;
+    {
+      Statement columns(db, absl::StrCat("PRAGMA table_info(", added.table, ")").c_str());
+      if (!columns.ok()) return store->Error("prepare");
+      while (columns.Step() == SQLITE_ROW) present = present || columns.Text(1) == added.column;
+    }
+    if (present) continue;
+    if (absl::Status s = store->Exec(absl::StrCat("ALTER TABLE ", added.table, " ADD COLUMN ", added.definition));
+        !s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("state_path: '", path, "': adding ", added.table, ".", added.column, ": ", s.message()));
     }
   }
   return store;
@@ -167,14 +198,19 @@ absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
   };
   for (const StoredPlacement& p : placements) {
     Statement put(db_,
-                  "INSERT OR REPLACE INTO placements (job, candidate, ranking_id, links, committed_epoch_us) "
-                  "VALUES (?,?,?,?,?)");
+                  "INSERT OR REPLACE INTO placements (job, candidate, ranking_id, links, committed_epoch_us, servers) "
+                  "VALUES (?,?,?,?,?,?)");
     put.Bind(1, p.job);
     put.Bind(2, p.candidate);
     put.Bind(3, static_cast<int64_t>(p.ranking_id));
     put.BindBlob(4, p.links);
     put.Bind(5, p.committed_epoch_us);
+    put.BindBlob(6, p.servers);
     if (put.Step() != SQLITE_DONE) return fail("store placement");
+  }
+  if (!placements.empty()) {
+    Statement bump(db_, kBumpPlacementVersion);
+    if (bump.Step() != SQLITE_DONE) return fail("store placement version");
   }
   for (const StoredOffset& o : offsets) {
     Statement put(db_,
@@ -249,13 +285,22 @@ absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets(std::vector<Ba
 }
 
 absl::StatusOr<std::vector<StoredPlacement>> StateStore::LoadPlacements() {
-  Statement get(db_, "SELECT job, candidate, ranking_id, links, committed_epoch_us FROM placements ORDER BY job");
+  Statement get(db_,
+                "SELECT job, candidate, ranking_id, links, committed_epoch_us, servers FROM placements ORDER BY job");
   if (!get.ok()) return Error("prepare");
   std::vector<StoredPlacement> out;
   while (get.Step() == SQLITE_ROW) {
-    out.push_back({get.Text(0), get.Text(1), static_cast<uint64_t>(get.Int(2)), get.Text(3), get.Int(4)});
+    out.push_back(
+        {get.Text(0), get.Text(1), static_cast<uint64_t>(get.Int(2)), get.Text(3), get.Int(4), get.Text(5)});
   }
   return out;
+}
+
+absl::StatusOr<uint64_t> StateStore::PlacementVersion() {
+  Statement get(db_, "SELECT value FROM meta WHERE key='placement_version'");
+  if (!get.ok()) return Error("prepare");
+  if (get.Step() != SQLITE_ROW) return 0;
+  return static_cast<uint64_t>(get.Int(0));
 }
 
 absl::Status StateStore::PutProfile(const StoredProfile& p) {
@@ -301,6 +346,14 @@ absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<s
       if (counts) removed += sqlite3_changes(db_);
     }
     if (removed > 0) released.push_back(job);
+  }
+  if (!released.empty()) {
+    Statement bump(db_, kBumpPlacementVersion);
+    if (bump.Step() != SQLITE_DONE) {
+      absl::Status s = Error("store placement version");
+      (void)Exec("ROLLBACK");
+      return s;
+    }
   }
   if (absl::Status s = Exec("COMMIT"); !s.ok()) return s;
   return released;

@@ -37,6 +37,10 @@ struct StoredPlacement {
   uint64_t ranking_id = 0;
   std::string links;  // serialized phasor.v1.LinkShares of the job in the candidate
   int64_t committed_epoch_us = 0;
+  // Serialized phasor.v1.ServerList of the job in the candidate (server-form
+  // candidates); empty when the candidate gave links only, and in rows
+  // written before phasord kept servers.
+  std::string servers;
 };
 
 struct StoredRanking {
@@ -96,7 +100,8 @@ class StateStore {
   absl::StatusOr<uint64_t> MaxRankingId();
 
   // One transaction: placements, offsets and inputs replace the jobs' (and
-  // links') previous ones; samples are appended.
+  // links') previous ones; samples are appended. When `placements` is not
+  // empty the placement version goes up by one.
   absl::Status Commit(const std::vector<StoredPlacement>& placements,
                       const std::vector<StoredOffset>& offsets,
                       const std::vector<LinkScoreSample>& samples,
@@ -104,8 +109,13 @@ class StateStore {
 
   // One transaction: removes the jobs' placements, offsets and committed
   // profiles. Returns the jobs that held a placement or an offset (in the
-  // order given); an unknown job is skipped, not an error.
+  // order given); an unknown job is skipped, not an error. When a job was
+  // released the placement version goes up by one.
   absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs);
+
+  // How many times the committed placement changed (Commit with placements,
+  // Release that released a job) since the database was created; 0 before.
+  absl::StatusOr<uint64_t> PlacementVersion();
 
   // The profiles and capacities of every commit so far, the latest per job
   // and link.

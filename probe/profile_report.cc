@@ -127,6 +127,12 @@ absl::StatusOr<FlowJobTable> FlowJobTable::FromPlacement(
   return table;
 }
 
+FlowJobTable FlowJobTable::Concat(const FlowJobTable& first, const FlowJobTable& then) {
+  FlowJobTable table = first;
+  table.rules_.insert(table.rules_.end(), then.rules_.begin(), then.rules_.end());
+  return table;
+}
+
 absl::StatusOr<FlowJobTable> FlowJobTable::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("flow table '", path, "': cannot open"));

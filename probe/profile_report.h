@@ -59,6 +59,11 @@ class FlowJobTable {
       const std::map<std::string, std::vector<std::string>>& job_servers,
       const ServerAddresses& addresses);
 
+  // The rules of `first`, then those of `then`: a flow both map goes to
+  // `first`'s job (phasor-probe: the static --flows table before the one
+  // from phasord's placement).
+  static FlowJobTable Concat(const FlowJobTable& first, const FlowJobTable& then);
+
   // InvalidArgument naming the line and field for a malformed rule.
   static absl::StatusOr<FlowJobTable> Parse(const std::string& text, const std::string& name);
   // NotFound for a missing file, else as Parse.

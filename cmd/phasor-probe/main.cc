@@ -9,6 +9,9 @@
 //   phasor-probe --flows jobs.txt --report-s 10 -- -l 0-1 -a 0000:3b:00.0
 //   phasor-probe --flows jobs.txt --publish ipc:///run/phasor/profiles -- ...
 //       (also sends each job's periodic profile to phasord as a ProfileUpdate)
+//   phasor-probe --placements-from ipc:///run/phasor/requests --servers servers.txt
+//       --publish ipc:///run/phasor/profiles -- ...
+//       (flows between the servers of a job phasord placed are that job's)
 // Exit status: 0 done, 2 bad input (options, pcap file, flow table), 1 other failures.
 #include <csignal>
 #include <cstdio>
@@ -16,10 +19,12 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "integrations/client/placement_watcher.h"
 #include "integrations/client/profile_publisher.h"
 #include "probe/dpdk_probe.h"
 #include "probe/profile_report.h"
@@ -44,7 +49,10 @@ int ExitCode(const absl::Status& s) {
 
 int main(int argc, char** argv) {
   using namespace phasor::probe;
+  using phasor::client::LoadPlacementKeys;
   using phasor::client::LoadPublishKeys;
+  using phasor::client::PlacementWatcher;
+  using phasor::client::PlacementWatcherOptions;
   using phasor::client::ProfilePublisher;
   using phasor::client::PublisherOptions;
   using phasor::client::ToProfileUpdate;
@@ -111,6 +119,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--publish-queue", publish.queue, "profiles queued towards phasord at most")
       ->capture_default_str();
+  PlacementWatcherOptions placements;
+  std::string servers_path, placements_server_key, placements_keys;
+  app.add_option("--placements-from", placements.endpoint,
+                 "phasord's request_endpoint: flows between the servers of a job it placed are that job's\n"
+                 "(asked at start and every --placements-poll-ms; after the --flows rules, which win)");
+  app.add_option("--servers", servers_path,
+                 "server -> address table for --placements-from: lines '<server> <ip> [<ip>...]'");
+  app.add_option("--placements-poll-ms", placements.poll_ms, "time between two polls of phasord's placement")
+      ->capture_default_str();
+  app.add_option("--placements-timeout-ms", placements.timeout_ms, "longest wait for one answer of phasord")
+      ->capture_default_str();
+  app.add_option("--placements-server-key", placements_server_key,
+                 "phasord's CURVE public key file (with --placements-keys)");
+  app.add_option("--placements-keys", placements_keys,
+                 "this probe's CURVE key pair PREFIX.pub/PREFIX.secret for --placements-from");
   try {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {
@@ -139,6 +162,42 @@ int main(int argc, char** argv) {
       return 2;
     }
     link_table = *t;
+  }
+  std::unique_ptr<PlacementWatcher> watcher;
+  if (!placements.endpoint.empty()) {
+    if (servers_path.empty()) {
+      std::cerr << "phasor-probe: --placements-from needs --servers (the servers' addresses)\n";
+      return 2;
+    }
+    std::ifstream in(servers_path);
+    if (!in) {
+      std::cerr << "phasor-probe: --servers: cannot open '" << servers_path << "'\n";
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto addresses = ServerAddresses::Parse(text.str(), servers_path);
+    if (!addresses.ok()) {
+      std::cerr << "phasor-probe: " << addresses.status().message() << "\n";
+      return 2;
+    }
+    if (!placements_server_key.empty() || !placements_keys.empty()) {
+      auto keys = LoadPlacementKeys(placements_server_key, placements_keys);
+      if (!keys.ok()) {
+        std::cerr << "phasor-probe: " << keys.status().message() << "\n";
+        return 2;
+      }
+      placements.curve = *keys;
+    }
+    auto w = PlacementWatcher::Create(placements, *std::move(addresses), std::cerr);
+    if (!w.ok()) {
+      std::cerr << "phasor-probe: " << w.status().message() << "\n";
+      return 2;
+    }
+    watcher = *std::move(w);
+  } else if (!servers_path.empty() || !placements_server_key.empty() || !placements_keys.empty()) {
+    std::cerr << "phasor-probe: --servers, --placements-server-key and --placements-keys need --placements-from\n";
+    return 2;
   }
   std::unique_ptr<ProfilePublisher> publisher;
   if (!publish.endpoint.empty()) {
@@ -172,13 +231,22 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  if (watcher != nullptr) {
+    // The placement before the first packet (a pcap may be read faster than
+    // the first poll); phasord down costs at most --placements-timeout-ms.
+    (void)watcher->Poll();
+    watcher->Start();
+  }
 
   const std::vector<std::string> files = PcapFilesInEalArgs(opt.eal_args);
   const std::string source =
       files.empty() ? "dpdk:port" + std::to_string(opt.capture.port) : "pcap:" + files.front();
   absl::Status bad_options;
+  const FlowJobTable static_table = table;
   auto report = [&](const std::vector<FlowSeries>& flows, const ProbeStats& stats,
                     const CaptureStats& capture, bool final) {
+    // The --flows rules first, then the current placement's.
+    if (watcher != nullptr) table = FlowJobTable::Concat(static_table, *watcher->table());
     std::set<std::string> jobs;  // subjects that are jobs (not unmapped flows)
     for (const FlowSeries& f : flows) {
       if (std::string job = table.JobOf(f.key); !job.empty()) jobs.insert(job);
@@ -214,6 +282,7 @@ int main(int argc, char** argv) {
   };
   const absl::Status status = RunDpdkProbe(opt, g_interrupted, report);
   if (publisher != nullptr) std::cerr << publisher->SummaryJson().dump() << "\n";
+  if (watcher != nullptr) std::cerr << watcher->SummaryJson().dump() << "\n";
   if (!status.ok()) {
     std::cerr << "phasor-probe: " << status.message() << "\n";
     return ExitCode(status);

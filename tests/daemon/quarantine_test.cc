@@ -3,7 +3,9 @@
 // each), and phasord serves on.
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,6 +87,73 @@ TEST(QuarantineTest, BadRowsAreSetAsideAndPhasordRanksOn) {
   // Quarantined rows stay aside: a second start finds nothing to quarantine.
   ASSERT_TRUE(h.Start());
   EXPECT_EQ(h.daemon().metrics().Value("phasord_quarantined_rows_total", {{"table", "profiles"}}), 0);
+}
+
+// A database made before phasord kept a placement's servers: its
+// placements table lacks the column. It loads, the old row has no servers,
+// and new commits store theirs.
+TEST(QuarantineTest, DatabaseWithoutServersColumnLoads) {
+  const std::string dir = ::phasor::testing::MakeTempDir();
+  const std::string db = dir + "/old.db";
+  v1::LinkShares shares;
+  (*shares.mutable_shares())["tor1-up"] = 1;
+  Exec(db,
+       "CREATE TABLE placements (job TEXT PRIMARY KEY, candidate TEXT NOT NULL, ranking_id INTEGER NOT NULL, "
+       "links BLOB NOT NULL, committed_epoch_us INTEGER NOT NULL);"
+       "INSERT INTO placements VALUES ('old', 'c0', 1, x'" +
+           Hex(shares.SerializeAsString()) + "', 1);");
+  DaemonHarness h([&](daemon::DaemonOptions& o) { o.state_path = db; });
+  ASSERT_TRUE(h.Start());
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_quarantined_rows_total", {{"table", "placements"}}), 0);
+  client::ClientOptions o;
+  o.endpoint = h.options().request_endpoint;
+  auto c = *client::Client::Connect(o);
+  absl::StatusOr<v1::HealthReply> health = c->Health();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(health->placements(), 1u);
+  absl::StatusOr<v1::Snapshot> snap = c->GetSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->placement_version(), 0u);
+  EXPECT_THAT(snap->jobs_without_profile(), ::testing::ElementsAre("old"));
+  EXPECT_EQ(snap->placement().candidates(0).servers_size(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(QuarantineTest, PlacementWithBadServersIsSetAside) {
+  DaemonHarness h;
+  ASSERT_TRUE(h.Start());
+  h.Stop();
+  v1::ServerList empty_name;
+  empty_name.add_servers("s1");
+  empty_name.add_servers("");
+  Exec(h.options().state_path,
+       "INSERT INTO placements (job, candidate, ranking_id, links, committed_epoch_us, servers) VALUES "
+       "('garbled', 'c', 1, x'', 1, x'ffff'), ('unnamed', 'c', 1, x'', 1, x'" +
+           Hex(empty_name.SerializeAsString()) + "'), ('fine', 'c', 1, x'', 1, x'')");
+  ASSERT_TRUE(h.Start());
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_quarantined_rows_total", {{"table", "placements"}}), 2);
+  client::ClientOptions o;
+  o.endpoint = h.options().request_endpoint;
+  auto c = *client::Client::Connect(o);
+  absl::StatusOr<v1::Snapshot> snap = c->GetSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_THAT(snap->jobs_without_profile(), ::testing::ElementsAre("fine"));
+  h.Stop();
+  std::vector<std::string> reasons;
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(h.options().state_path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT row_key, reason FROM quarantine WHERE table_name='placements' ORDER BY id",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    reasons.push_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 0))) + ": " +
+                      reinterpret_cast<const char*>(sqlite3_column_text(q, 1)));
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
+  EXPECT_THAT(reasons, ::testing::ElementsAre("garbled: servers: does not parse as ServerList",
+                                              "unnamed: servers[1]: is empty"));
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ TEST(ReleaseTest, StoreForgetsReleasedJobsAcrossReopening) {
   const std::string dir = ::phasor::testing::MakeTempDir();
   {
     auto s = *daemon::StateStore::Open(dir + "/state.db", "normal");
-    ASSERT_TRUE(s->Commit({{"a", "c0", 1, "la", 10}, {"b", "c0", 1, "lb", 10}},
+    ASSERT_TRUE(s->Commit({{"a", "c0", 1, "la", 10, ""}, {"b", "c0", 1, "lb", 10, ""}},
                           {{"a", 5, 100000, 10, 1}, {"b", 5, 100000, 20, 1}}, {},
                           {{{"a", "pa"}, {"b", "pb"}}, {}})
                     .ok());

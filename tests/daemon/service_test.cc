@@ -3,6 +3,9 @@
 #include "daemon/service.h"
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "daemon/solver_pool.h"
@@ -148,6 +151,123 @@ TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
   ASSERT_TRUE(service->AcceptProfile(u).ok());
   EXPECT_EQ(published_.size(), 2u);
   EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", o.job()}}), 2);
+}
+
+// Three servers under one leaf switch (the fabric server-form candidates
+// are routed on).
+constexpr char kThreeServers[] = R"yaml(
+servers:
+  - {id: s1, gpus: 8, nics: [{name: nic0, gbps: 100}]}
+  - {id: s2, gpus: 8, nics: [{name: nic0, gbps: 100}]}
+  - {id: s3, gpus: 8, nics: [{name: nic0, gbps: 100}]}
+switches: [leaf1]
+links:
+  - {a: s1, b: leaf1, nic: nic0}
+  - {a: s2, b: leaf1, nic: nic0}
+  - {a: s3, b: leaf1, nic: nic0}
+)yaml";
+
+// Jobs a and b as servers: a on s1,s2 and b on s2,s3 ("apart" shares s2),
+// or a on s1,s3 and b on s2 ("other").
+v1::RankRequest ServerFormRequest() {
+  v1::RankRequest r;
+  for (const char* id : {"a", "b"}) {
+    v1::Job* j = r.add_jobs();
+    j->set_id(id);
+    j->mutable_profile()->set_period_us(100000);
+    j->mutable_profile()->mutable_square()->set_up_us(40000);
+    j->mutable_profile()->mutable_square()->set_up_gbps(40);
+  }
+  auto add = [&r](const std::string& id, std::vector<std::string> a, std::vector<std::string> b) {
+    v1::Candidate* c = r.add_candidates();
+    c->set_id(id);
+    for (const std::string& s : a) (*c->mutable_servers())["a"].add_servers(s);
+    for (const std::string& s : b) (*c->mutable_servers())["b"].add_servers(s);
+  };
+  add("apart", {"s1", "s2"}, {"s2", "s3"});
+  add("other", {"s1", "s3"}, {"s2"});
+  return r;
+}
+
+std::map<std::string, std::vector<std::string>> CommittedServers(const v1::Snapshot& s) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [job, list] : s.placement().candidates(0).servers()) {
+    out[job].assign(list.servers().begin(), list.servers().end());
+  }
+  return out;
+}
+
+TEST_F(ServiceTest, SnapshotNamesTheServersOfACommitAndItsPlacementVersion) {
+  options_.topology_path = dir_ + "/fabric.yaml";
+  std::ofstream(options_.topology_path) << kThreeServers;
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  absl::StatusOr<v1::Snapshot> snap = service->GetSnapshot({});
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->placement_version(), 0u);
+  EXPECT_TRUE(CommittedServers(*snap).empty());
+
+  absl::StatusOr<v1::RankReply> reply = service->Rank(ServerFormRequest());
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->ranked_size(), 2);
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("apart");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  snap = service->GetSnapshot({});
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->placement_version(), 1u);
+  using Servers = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(CommittedServers(*snap), (Servers{{"a", {"s1", "s2"}}, {"b", {"s2", "s3"}}}));
+  // The routed links are there too.
+  ASSERT_EQ(snap->placement().candidates(0).links().count("a"), 1u);
+  EXPECT_EQ(snap->placement().candidates(0).links().at("a").shares().at("s1->leaf1"), 1.0);
+
+  // A later commit replaces its jobs' servers.
+  commit.set_candidate("other");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  snap = service->GetSnapshot({});
+  EXPECT_EQ(snap->placement_version(), 2u);
+  EXPECT_EQ(CommittedServers(*snap), (Servers{{"a", {"s1", "s3"}}, {"b", {"s2"}}}));
+
+  // Release: the job's servers go and the version moves; releasing a job
+  // that holds nothing changes neither.
+  v1::ReleasePlacement release;
+  release.add_jobs("a");
+  ASSERT_TRUE(service->Release(release).ok());
+  snap = service->GetSnapshot({});
+  EXPECT_EQ(snap->placement_version(), 3u);
+  EXPECT_EQ(CommittedServers(*snap), (Servers{{"b", {"s2"}}}));
+  release.set_jobs(0, "nobody");
+  ASSERT_TRUE(service->Release(release).ok());
+  EXPECT_EQ(service->GetSnapshot({})->placement_version(), 3u);
+
+  // A restart keeps both.
+  service.reset();
+  service = Open();
+  ASSERT_NE(service, nullptr);
+  snap = service->GetSnapshot({});
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->placement_version(), 3u);
+  EXPECT_EQ(CommittedServers(*snap), (Servers{{"b", {"s2"}}}));
+  ASSERT_TRUE(service->Commit(commit).ok());  // the ranking was stored too
+  EXPECT_EQ(service->GetSnapshot({})->placement_version(), 4u);
+}
+
+TEST_F(ServiceTest, LinkFormCommitsHaveNoServers) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  absl::StatusOr<v1::RankReply> reply = service->Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
+  ASSERT_TRUE(reply.ok());
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("c0");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  absl::StatusOr<v1::Snapshot> snap = service->GetSnapshot({});
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->placement_version(), 1u);
+  EXPECT_EQ(snap->placement().candidates(0).links_size(), 3);
+  EXPECT_EQ(snap->placement().candidates(0).servers_size(), 0);
 }
 
 TEST(SolverPoolTest, EveryJobCompletesOnTheTakingThreadInFinishingOrder) {

@@ -27,7 +27,8 @@ TEST_F(StateStoreTest, EverythingSurvivesReopening) {
     EXPECT_EQ(*s->EpochOr(222), 111);  // kept
     ASSERT_TRUE(s->PutRanking({1, 10, "reply-1", "cands-1"}, 100).ok());
     ASSERT_TRUE(s->PutRanking({2, 20, std::string("re\0ply", 6), "cands-2"}, 100).ok());
-    ASSERT_TRUE(s->Commit({{"a", "c0", 2, "links-a", 30}}, {{"a", 111, 100000, 2500, 3}},
+    EXPECT_EQ(*s->PlacementVersion(), 0u);
+    ASSERT_TRUE(s->Commit({{"a", "c0", 2, "links-a", 30, "servers-a"}}, {{"a", 111, 100000, 2500, 3}},
                           {{"tor1-up", 30, 0.75, 0.25, "commit"}})
                     .ok());
     ASSERT_TRUE(s->PutProfile({0, "a", "update-a", 40}).ok());
@@ -53,6 +54,8 @@ TEST_F(StateStoreTest, EverythingSurvivesReopening) {
   ASSERT_EQ(placements.size(), 1u);
   EXPECT_EQ(placements[0].candidate, "c0");
   EXPECT_EQ(placements[0].links, "links-a");
+  EXPECT_EQ(placements[0].servers, "servers-a");
+  EXPECT_EQ(*s->PlacementVersion(), 1u);  // the commit; a link score alone is not a placement
   auto profiles = *s->LoadProfiles();
   ASSERT_EQ(profiles.size(), 1u);
   EXPECT_EQ(profiles[0].update, "update-a2");

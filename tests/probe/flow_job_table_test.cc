@@ -116,5 +116,20 @@ TEST(FlowJobTableTest, FromAPlacementAndServerAddresses) {
             "servers 'f' line 1: want '<server> <ip> [<ip>...]', server 's1' has no ip");
 }
 
+TEST(FlowJobTableTest, ConcatKeepsTheFirstTablesPrecedence) {
+  auto fixed = FlowJobTable::Parse("pinned 10.0.0.1 10.0.0.2 tcp\n", "flows.txt");
+  auto addresses = ServerAddresses::Parse("s1 10.0.0.1\ns2 10.0.0.2\n", "servers.txt");
+  ASSERT_TRUE(fixed.ok() && addresses.ok());
+  auto placed = FlowJobTable::FromPlacement({{"placed", {"s1", "s2"}}}, *addresses);
+  ASSERT_TRUE(placed.ok());
+  const FlowJobTable both = FlowJobTable::Concat(*fixed, *placed);
+  EXPECT_EQ(both.size(), 3u);
+  EXPECT_EQ(both.JobOf(L4("10.0.0.1", "10.0.0.2", Transport::kTcp, 1, 2)), "pinned");
+  EXPECT_EQ(both.JobOf(Key("10.0.0.1", "10.0.0.2", 0x11)), "placed");  // RoCE: not the tcp rule
+  EXPECT_EQ(both.JobOf(L4("10.0.0.2", "10.0.0.1", Transport::kTcp, 2, 1)), "placed");
+  EXPECT_THAT(both.Jobs(), ElementsAre("pinned", "placed"));
+  EXPECT_EQ(FlowJobTable::Concat(FlowJobTable(), *placed).size(), 2u);
+}
+
 }  // namespace
 }  // namespace phasor::probe
