@@ -18,7 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
   }
-  // What the loader reads back, it writes and reads again.
+  // What the loader reads back, it writes and reads again: for fabrics of
+  // modest size (a legal k = 62 fat tree has ~180,000 links, and writing and
+  // re-reading its YAML under ASan outlasts bench/fuzz.sh's 25 s timeout).
+  if (t->links().size() > 20000) return 0;
   if (!phasor::topology::ParseTopologyYaml(phasor::topology::ToYaml(*t), "again.yaml").ok()) std::abort();
   return 0;
 }
