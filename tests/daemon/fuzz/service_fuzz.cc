@@ -59,8 +59,14 @@ struct Fixture {
   ~Fixture() { std::filesystem::remove_all(dir); }
 };
 
+// Never destroyed (the service's logging may outlive static destruction);
+// its directory goes at exit.
 Fixture& TheFixture() {
-  static Fixture* fixture = new Fixture;
+  static Fixture* fixture = [] {
+    Fixture* f = new Fixture;
+    std::atexit([] { std::filesystem::remove_all(TheFixture().dir); });
+    return f;
+  }();
   return *fixture;
 }
 

@@ -69,6 +69,7 @@ const fs::path& Root() {
   static const fs::path* root = [] {
     char tmpl[] = "/dev/shm/phasor-sysfs-fuzz-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) std::abort();
+    std::atexit([] { std::error_code ec; fs::remove_all(Root(), ec); });
     return new fs::path(tmpl);
   }();
   return *root;

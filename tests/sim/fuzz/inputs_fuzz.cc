@@ -70,7 +70,9 @@ void TraceText(const std::string& text) {
   static const std::string path = [] {
     char tmpl[] = "/dev/shm/phasor-trace-fuzz-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) std::abort();
-    return std::string(tmpl) + "/trace.csv";
+    static std::string dir = tmpl;
+    std::atexit([] { std::remove((dir + "/trace.csv").c_str()); rmdir(dir.c_str()); });
+    return dir + "/trace.csv";
   }();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
