@@ -20,6 +20,7 @@
 #include "integrations/client/client.h"
 #include "nlohmann/json.hpp"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/probe/probe_run.h"
 #include "tests/probe/synthetic_pcap.h"
 #include "tests/testing/subprocess.h"
 
@@ -30,7 +31,11 @@ namespace fs = std::filesystem;
 using ::phasor::testing::DaemonHarness;
 using ::testing::HasSubstr;
 
-const char kEal[] = " -- --no-huge --no-shconf -m 256 --no-pci --no-telemetry --log-level=error";
+using testing::CountOf;
+using testing::kEal;
+using testing::ProbeRun;
+using testing::RunProbe;
+using testing::Summary;
 
 // s1 and s2 under one leaf switch (where phasord routes server-form candidates).
 constexpr char kFabric[] = R"yaml(
@@ -86,36 +91,8 @@ class PhasordProcess {
   pid_t pid_ = -1;
 };
 
-struct ProbeRun {
-  phasor::testing::CommandResult r;
-  std::map<std::string, nlohmann::json> by_subject;  // stdout's JSON lines
-};
 
-ProbeRun RunProbe(const std::string& args) {
-  ProbeRun run;
-  run.r = phasor::testing::RunCommand(std::string(PHASOR_PROBE_BIN) + " " + args);
-  std::istringstream lines(run.r.out);
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << line;
-    if (!j.is_discarded() && j.contains("subject")) run.by_subject[j["subject"]] = j;
-  }
-  return run;
-}
 
-// The stderr line that starts with {"<key>" (the publisher's and the
-// watcher's summaries).
-nlohmann::json Summary(const std::string& err, const std::string& key) {
-  const size_t at = err.find("{\"" + key + "\"");
-  if (at == std::string::npos) return nullptr;
-  return nlohmann::json::parse(err.substr(at, err.find('\n', at) - at), nullptr, false)[key];
-}
-
-int CountOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 class ProbePlacementsTest : public ::testing::Test {
  protected:

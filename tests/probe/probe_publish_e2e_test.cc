@@ -21,6 +21,7 @@
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/probe/probe_run.h"
 #include "tests/probe/synthetic_pcap.h"
 #include "tests/testing/subprocess.h"
 
@@ -30,40 +31,14 @@ namespace {
 namespace fs = std::filesystem;
 using phasor::testing::DaemonHarness;
 
-const char kEal[] = " -- --no-huge --no-shconf -m 256 --no-pci --no-telemetry --log-level=error";
+using testing::CountOf;
+using testing::kEal;
+using testing::ProbeRun;
+using testing::RunProbe;
+using testing::Summary;
 
-struct ProbeRun {
-  phasor::testing::CommandResult r;
-  std::map<std::string, nlohmann::json> by_subject;  // stdout's JSON lines
-  double seconds = 0;
-};
 
-ProbeRun RunProbe(const std::string& args) {
-  ProbeRun run;
-  const auto start = std::chrono::steady_clock::now();
-  run.r = phasor::testing::RunCommand(std::string(PHASOR_PROBE_BIN) + " " + args);
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::istringstream lines(run.r.out);
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << line;
-    if (!j.is_discarded() && j.contains("subject")) run.by_subject[j["subject"]] = j;
-  }
-  return run;
-}
 
-// The {"publish": ...} summary line of stderr.
-nlohmann::json PublishSummary(const std::string& err) {
-  const size_t at = err.find("{\"publish\"");
-  if (at == std::string::npos) return nullptr;
-  return nlohmann::json::parse(err.substr(at, err.find('\n', at) - at), nullptr, false)["publish"];
-}
-
-int CountOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 class ProbePublishTest : public ::testing::Test {
  protected:
@@ -126,7 +101,7 @@ TEST_F(ProbePublishTest, ProfilesReachPhasordAndFeedItsRanking) {
   const uint32_t period_a = a["profile"]["period_us"], period_b = b["profile"]["period_us"];
   EXPECT_NEAR(period_a, 50000, 250);
   EXPECT_NEAR(period_b, 80000, 400);
-  const nlohmann::json summary = PublishSummary(run.r.err);
+  const nlohmann::json summary = Summary(run.r.err, "publish");
   ASSERT_TRUE(summary.is_object()) << run.r.err;
   EXPECT_EQ(summary["sent"], 3) << summary.dump();  // two jobs and the link
   EXPECT_EQ(summary["dropped"], 0) << summary.dump();
@@ -162,7 +137,7 @@ TEST_F(ProbePublishTest, UnreachablePhasordIsSaidOnceAndTheProbeGoesOn) {
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   EXPECT_EQ(run.by_subject.size(), 2u) << run.r.out;
   EXPECT_EQ(CountOf(run.r.err, "not reachable"), 1) << run.r.err;
-  const nlohmann::json summary = PublishSummary(run.r.err);
+  const nlohmann::json summary = Summary(run.r.err, "publish");
   ASSERT_TRUE(summary.is_object()) << run.r.err;
   EXPECT_EQ(summary["sent"], 0);
   EXPECT_EQ(summary["dropped"], 2);
@@ -188,7 +163,7 @@ TEST_F(ProbePublishTest, CurveKeysAllowedProbePublishesUnknownOneDoesNot) {
   ProbeRun run = RunProbe("--flows " + flows_ + " --publish " + endpoint + " --publish-server-key " + keys +
                           "/server.pub --publish-keys " + keys + "/probe" + Eal());
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
-  EXPECT_EQ(PublishSummary(run.r.err)["sent"], 2) << run.r.err;
+  EXPECT_EQ(Summary(run.r.err, "publish")["sent"], 2) << run.r.err;
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] { return h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}) == 2; }));
 
@@ -198,14 +173,14 @@ TEST_F(ProbePublishTest, CurveKeysAllowedProbePublishesUnknownOneDoesNot) {
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   EXPECT_EQ(run.by_subject.size(), 2u);
   EXPECT_EQ(CountOf(run.r.err, "not reachable"), 1) << run.r.err;
-  EXPECT_EQ(PublishSummary(run.r.err)["dropped"], 2) << run.r.err;
+  EXPECT_EQ(Summary(run.r.err, "publish")["dropped"], 2) << run.r.err;
   EXPECT_GE(h.daemon().metrics().Value("phasord_curve_refused_total"), 1);
   EXPECT_EQ(h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}), 2);
 
   // A plain probe cannot talk to this phasord either.
   run = RunProbe("--flows " + flows_ + " --publish " + endpoint + Eal());
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
-  EXPECT_EQ(PublishSummary(run.r.err)["sent"], 0) << run.r.err;
+  EXPECT_EQ(Summary(run.r.err, "publish")["sent"], 0) << run.r.err;
   EXPECT_EQ(h.daemon().metrics().Value("phasord_profiles_total", {{"kind", "job"}}), 2);
 }
 
@@ -215,7 +190,7 @@ TEST_F(ProbePublishTest, UnmappedFlowsAreNotPublished) {
   const ProbeRun run = RunProbe("--publish " + h.options().profile_endpoint + Eal());
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   EXPECT_EQ(run.by_subject.size(), 2u) << run.r.out;  // flow subjects, still on stdout
-  const nlohmann::json summary = PublishSummary(run.r.err);
+  const nlohmann::json summary = Summary(run.r.err, "publish");
   ASSERT_TRUE(summary.is_object()) << run.r.err;
   EXPECT_EQ(summary["sent"], 0);
   EXPECT_EQ(summary["dropped"], 0);  // phasord was there: nothing was even tried
@@ -275,7 +250,7 @@ TEST_F(ProbePublishTest, PhasorProfilePublishesCounterProfilesAsTheirTableSays) 
                                              h.options().profile_endpoint + " --publish-subjects " + subjects);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(CountOf(r.out, "\"subject\""), 2) << r.out;  // the JSON lines are still printed
-  const nlohmann::json summary = PublishSummary(r.err);
+  const nlohmann::json summary = Summary(r.err, "publish");
   ASSERT_TRUE(summary.is_object()) << r.err;
   EXPECT_EQ(summary["sent"], 2) << summary.dump();
   EXPECT_EQ(summary["dropped"], 0) << summary.dump();
