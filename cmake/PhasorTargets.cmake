@@ -53,6 +53,13 @@ endfunction()
 # inputs going to a scratch corpus in the build tree. bench/fuzz.sh runs
 # every such target longer. DEFINES are NAME=VALUE macros for the sources;
 # DEPENDS names targets to build first (e.g. one that generates a corpus).
+# The abseil libraries a fuzzer built from sources links (shared, so listing
+# one a target does not need costs nothing).
+set(PHASOR_FUZZ_ABSL absl::status absl::statusor absl::strings absl::cord absl::str_format_internal
+    absl::raw_logging_internal absl::int128 absl::throw_delegate absl::base absl::time absl::time_zone
+    absl::hash absl::raw_hash_set absl::city absl::low_level_hash absl::synchronization
+    absl::graphcycles_internal absl::stacktrace absl::symbolize absl::malloc_internal
+    absl::debugging_internal absl::demangle_internal absl::spinlock_wait)
 function(phasor_fuzzer name)
   cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;HEADERS;LIBS;CORPUS;DEFINES;DEPENDS" ${ARGN})
   find_program(PHASOR_CLANGXX NAMES clang++ clang++-14)
