@@ -4,6 +4,9 @@
 #include <limits>
 #include <map>
 #include <utility>
+#include <vector>
+
+#include "placer/traffic_profile.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -16,6 +19,10 @@ absl::Status ValidateRankingPolicyOptions(const RankingPolicyOptions& options) {
   if (!(options.min_headroom >= 0 && options.min_headroom < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("ranking_policy.min_headroom: ", options.min_headroom, " is not in [0, 1)"));
+  }
+  if (!(options.shift_confidence >= 0 && options.shift_confidence <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("ranking_policy.shift_confidence: ", options.shift_confidence,
+                                                   " is not in [0, 1]"));
   }
   return absl::OkStatus();
 }
@@ -35,6 +42,69 @@ double LinkHeadroom(const RankRequest& request, const Candidate& candidate, cons
     load += MeanGbps(spec->profile) * share->second;
   }
   return 1 - load / link.capacity_gbps;
+}
+
+namespace {
+
+// A discrete distribution: value -> probability.
+using Distribution = std::map<double, double>;
+
+constexpr size_t kMaxDistributionValues = 4096;
+
+// The distribution of a job's demand at a uniformly random instant.
+Distribution DemandDistribution(const TrafficProfile& profile, double share) {
+  Distribution d;
+  const double period = profile.period_us;
+  if (!(period > 0)) return {{0.0, 1.0}};
+  for (const DemandSegment& s : Segments(profile)) {
+    d[s.gbps * share] += (s.end_us - s.begin_us) / period;
+  }
+  return d;
+}
+
+// The distribution of the sum of independent draws from a and b, binned onto
+// kMaxDistributionValues values (each bin at its probability-weighted mean)
+// when it has more.
+Distribution Convolve(const Distribution& a, const Distribution& b) {
+  Distribution sum;
+  for (const auto& [x, p] : a) {
+    for (const auto& [y, q] : b) sum[x + y] += p * q;
+  }
+  if (sum.size() <= kMaxDistributionValues) return sum;
+  const double lo = sum.begin()->first, hi = sum.rbegin()->first;
+  const double width = (hi - lo) / static_cast<double>(kMaxDistributionValues);
+  std::vector<std::pair<double, double>> bins(kMaxDistributionValues, {0.0, 0.0});  // (sum of p x, sum of p)
+  for (const auto& [x, p] : sum) {
+    size_t i = std::min(kMaxDistributionValues - 1, static_cast<size_t>((x - lo) / width));
+    bins[i].first += p * x;
+    bins[i].second += p;
+  }
+  Distribution binned;
+  for (const auto& [px, p] : bins) {
+    if (p > 0) binned[px / p] += p;
+  }
+  return binned;
+}
+
+}  // namespace
+
+double RandomPhaseScore(const RankRequest& request, const Candidate& candidate, const LinkResult& link) {
+  if (!(link.capacity_gbps > 0)) return 0;
+  Distribution load{{0.0, 1.0}};
+  for (const std::string& job : link.jobs) {
+    const Job* spec = nullptr;
+    for (const Job& j : request.jobs) {
+      if (j.id == job) spec = &j;
+    }
+    auto links = candidate.links.find(job);
+    if (spec == nullptr || links == candidate.links.end()) continue;
+    auto share = links->second.find(link.id);
+    if (share == links->second.end()) continue;
+    load = Convolve(load, DemandDistribution(spec->profile, share->second));
+  }
+  double excess = 0;
+  for (const auto& [x, p] : load) excess += p * std::max(0.0, x - link.capacity_gbps);
+  return 1 - excess / link.capacity_gbps;
 }
 
 size_t Footprint(const Candidate& candidate) {
@@ -86,31 +156,64 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
     if (order_of(ranking.ranked[i]) < order_of(ranking.ranked[host])) host = i;
   }
   decision.host_first = ranking.ranked[host].candidate;
+  decision.host_first_score = ranking.ranked[host].score;
+  decision.score_best = ranking.ranked.front().candidate;
+  decision.score_best_score = ranking.ranked.front().score;
+  decision.host_first_effective = decision.host_first_score;
+  decision.score_best_effective = decision.score_best_score;
   if (options.min_gain < 0) {
     decision.chosen = ranking.ranked.front().candidate;
     decision.reason = "off";
     return decision;
   }
   const RankedCandidate& first = ranking.ranked[host];
+  // R + shift_confidence x (S - R), R the mean random-phase score of the
+  // contended links (1 when none, as S).
+  auto random_score = [&](const RankedCandidate& c) {
+    auto spec = by_id.find(c.candidate);
+    if (c.links.empty() || spec == by_id.end()) return c.score;
+    double random = 0;
+    for (const LinkResult& l : c.links) random += RandomPhaseScore(request, *spec->second, l);
+    return random / static_cast<double>(c.links.size());
+  };
+  std::vector<double> effective_of(ranking.ranked.size(), 0), random_of(ranking.ranked.size(), 0);
+  for (size_t i = 0; i < ranking.ranked.size(); ++i) {
+    const RankedCandidate& c = ranking.ranked[i];
+    random_of[i] = random_score(c);
+    effective_of[i] = random_of[i] + options.shift_confidence * (c.score - random_of[i]);
+  }
+  decision.host_first_effective = effective_of[host];
+  decision.score_best_effective = effective_of[0];
   auto footprint = [&](const RankedCandidate& c) {
     auto spec = by_id.find(c.candidate);
     return spec == by_id.end() ? std::numeric_limits<size_t>::max() : Footprint(*spec->second);
   };
-  auto trusted = [&](const RankedCandidate& c) {
-    if (c.cycle && !c.exact) return false;
+  // The first test `c` fails ("" when it passes every one).
+  auto verdict = [&](size_t i) -> std::string {
+    const RankedCandidate& c = ranking.ranked[i];
     auto spec = by_id.find(c.candidate);
-    if (spec == by_id.end()) return false;
-    for (const LinkResult& l : c.links) {
-      if (LinkHeadroom(request, *spec->second, l) < options.min_headroom) return false;
+    if (spec == by_id.end()) return "footprint";
+    // "At least", in doubles. A gain that holds with random phases (the
+    // choice of links, not the shifts) needs no trust in the shifts.
+    const bool choice_gain = random_of[i] + 1e-9 >= random_of[host] + options.min_gain;
+    if (!choice_gain) {
+      if (effective_of[i] + 1e-9 < effective_of[host] + options.min_gain) return "gain";
+      if (c.cycle && !c.exact) return "loop";
+      for (const LinkResult& l : c.links) {
+        if (LinkHeadroom(request, *spec->second, l) < options.min_headroom) return "headroom";
+      }
     }
-    return true;
+    if (PairsAtRisk(c) > PairsAtRisk(first)) return "pairs";
+    if (footprint(c) > footprint(first)) return "footprint";
+    return "";
   };
   size_t best = host;
   for (size_t i = 0; i < ranking.ranked.size(); ++i) {
-    const RankedCandidate& c = ranking.ranked[i];
-    if (i == host || c.score + 1e-9 < first.score + options.min_gain) continue;  // "at least", in doubles
-    if (PairsAtRisk(c) > PairsAtRisk(first) || footprint(c) > footprint(first) || !trusted(c)) continue;
-    if (best == host || c.score > ranking.ranked[best].score) best = i;
+    if (i == host) continue;
+    const std::string failed = verdict(i);
+    if (i == 0) decision.blocked = failed;
+    if (!failed.empty()) continue;
+    if (best == host || effective_of[i] > effective_of[best]) best = i;
   }
   // `best` first, the others in Rank()'s order.
   RankedCandidate chosen = std::move(ranking.ranked[best]);

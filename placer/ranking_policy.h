@@ -52,10 +52,18 @@ struct RankingPolicyOptions {
   // Cassini (NSDI'24): candidates whose affinity graph has a loop are
   // discarded, not solved (default false: phasor solves them, SPEC 4).
   bool discard_loops = false;
+  // How much of a candidate's predicted gain from its shifts counts, in 0..1.
+  // A candidate's effective score is R + shift_confidence x (S - R): S its
+  // predicted score (the shifts held), R the score its contended links get
+  // with random phases (RandomPhaseScore: the shifts not delivered, as when
+  // an Up phase stretches or a job drifts). 1 trusts the shifts fully (the
+  // gain is S's alone); 0 counts only what choosing the candidate gains
+  // whatever the phases (default 1).
+  double shift_confidence = 1;
 };
 
-// InvalidArgument naming the field: min_headroom outside [0, 1), or a
-// non-finite min_gain.
+// InvalidArgument naming the field: min_headroom outside [0, 1),
+// shift_confidence outside [0, 1], or a non-finite min_gain.
 absl::Status ValidateRankingPolicyOptions(const RankingPolicyOptions& options);
 
 struct PolicyDecision {
@@ -65,6 +73,17 @@ struct PolicyDecision {
   // (policy off), "none" (nothing ranked).
   std::string reason;
   size_t discarded_loops = 0;  // candidates moved to `rejected` by discard_loops
+  // Rank()'s first (the best predicted score) before the policy, its score
+  // and the host's first's ("" / 1 when none ranked).
+  std::string score_best;
+  double score_best_score = 1, host_first_score = 1;
+  // Their effective scores (R + shift_confidence x (S - R)); equal to the
+  // scores when the policy is off.
+  double score_best_effective = 1, host_first_effective = 1;
+  // Why score_best did not overtake the host's first: "" (it is the host's
+  // first, or it overtook, or the policy is off), else the first test it
+  // failed: "gain", "loop", "headroom", "pairs", "footprint".
+  std::string blocked;
 };
 
 // The fraction of `link`'s capacity-time left free by its jobs' Up phases
@@ -72,6 +91,14 @@ struct PolicyDecision {
 // with the shares of `candidate` (link form). Shares of jobs not in
 // `request.jobs` count as 0.
 double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link);
+
+// The expected score of `link` (a contended link of `candidate`, link form)
+// when its jobs' phases are independent and uniformly random: 1 - E[max(0,
+// sum_j X_j - C)] / C, X_j the demand of job j (profile x share) at a random
+// instant of its period. Exact (a convolution of the jobs' demand
+// distributions) up to 4096 distinct load values, binned beyond. Jobs or
+// shares missing from the request count as no demand.
+double RandomPhaseScore(const RankRequest& request, const Candidate& candidate, const LinkResult& link);
 
 // The (job, link) entries of a candidate in link form with a share > 0.
 size_t Footprint(const Candidate& candidate);

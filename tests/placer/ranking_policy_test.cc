@@ -177,12 +177,72 @@ TEST(RankingPolicyTest, DiscardLoopsRejectsLoopCandidatesAsCassini) {
   EXPECT_EQ(ranking.rejected.size(), 1u);
 }
 
+TEST(RankingPolicyTest, RandomPhaseScoreIsTheExpectedScoreWithShiftsNotHeld) {
+  const RankRequest r = Request();
+  // j0, j1 on l0 (50 Gbit/s), each Up 20 % of the time at 50: both Up with
+  // probability 0.04 (load 100, excess 50): 1 - 0.04 x 50 / 50.
+  EXPECT_NEAR(RandomPhaseScore(r, r.candidates[0], Ranked("host", 1, {"l0"}).links[0]), 0.96, 1e-12);
+  // On l1 (22 Gbit/s): load 100 with probability 0.04 (excess 78), 50 with
+  // 0.32 (excess 28): 1 - 12.08 / 22.
+  EXPECT_NEAR(RandomPhaseScore(r, r.candidates[2], Ranked("tight", 1, {"l1"}).links[0]), 1 - 12.08 / 22, 1e-12);
+}
+
+TEST(RankingPolicyTest, ShiftConfidenceDiscountsTheGainOfShiftsNotOfTheChoice) {
+  RankRequest request = Request();
+  request.candidates.push_back({.id = "better", .links = request.candidates[0].links, .servers = {}});
+  // "better" gains 0.05 over "host" on the same link with the same jobs: all
+  // of it from its shifts (the random-phase score of both is 0.96).
+  Ranking ranking;
+  ranking.ranked = {Ranked("better", 0.95, {"l0"}), Ranked("host", 0.90, {"l0"})};
+  PolicyDecision d = ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 0.5}, ranking);
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.blocked, "gain");
+  EXPECT_NEAR(d.host_first_effective, 0.96 + 0.5 * (0.90 - 0.96), 1e-12);
+  EXPECT_NEAR(d.score_best_effective, 0.96 + 0.5 * (0.95 - 0.96), 1e-12);
+  EXPECT_EQ(d.score_best, "better");
+  EXPECT_DOUBLE_EQ(d.score_best_score, 0.95);
+  // "alone" shares no link (effective 1): its gain is the choice's, 1 - 0.96
+  // with no confidence in the host's shifts, 1 - 0.93 with half.
+  ranking.ranked = {Ranked("alone", 1.0, {}), Ranked("host", 0.90, {"l0"})};
+  d = ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 0}, ranking);
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.blocked, "gain");
+  ranking.ranked = {Ranked("alone", 1.0, {}), Ranked("host", 0.90, {"l0"})};
+  d = ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 0.5}, ranking);
+  EXPECT_EQ(d.chosen, "alone");
+  EXPECT_EQ(d.reason, "overtaken");
+  EXPECT_EQ(d.blocked, "");
+}
+
+// A gain that holds with random phases (less load on the shared link) is
+// the choice's, not the shifts': it needs no headroom.
+TEST(RankingPolicyTest, AGainOfTheChoiceNeedsNoTrustInTheShifts) {
+  RankRequest request = Request();
+  request.links.push_back({"l3", 15});
+  request.candidates.insert(request.candidates.begin(),
+                            {.id = "narrow", .links = {{"j0", {{"l3", 1}}}, {"j1", {{"l3", 1}}}}, .servers = {}});
+  RankedCandidate narrow = Ranked("narrow", 0.3, {"l3"});
+  narrow.links[0].capacity_gbps = 15;
+  // "tight" (l1, 22 Gbit/s: headroom 0.09 < 0.1) against the host's first on
+  // l3 (15 Gbit/s): random-phase scores 1 - 12.08/22 against 1 - 14.6/15.
+  EXPECT_NEAR(RandomPhaseScore(request, request.candidates[0], narrow.links[0]), 1 - 14.6 / 15, 1e-12);
+  Ranking ranking;
+  ranking.ranked = {Ranked("tight", 0.5, {"l1"}), narrow};
+  const PolicyDecision d = ApplyRankingPolicy(request, {}, ranking);
+  EXPECT_EQ(d.host_first, "narrow");
+  EXPECT_EQ(d.chosen, "tight");
+  EXPECT_EQ(d.reason, "overtaken");
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"tight", "narrow"}));
+}
+
 TEST(RankingPolicyTest, RejectsBadOptions) {
   EXPECT_TRUE(ValidateRankingPolicyOptions({}).ok());
   EXPECT_THAT(std::string(ValidateRankingPolicyOptions({.min_gain = 0, .min_headroom = 1}).message()),
               HasSubstr("ranking_policy.min_headroom: 1 is not in [0, 1)"));
   EXPECT_THAT(std::string(ValidateRankingPolicyOptions({.min_gain = std::numeric_limits<double>::infinity(), .min_headroom = 0}).message()),
               HasSubstr("ranking_policy.min_gain: must be finite"));
+  EXPECT_EQ(std::string(ValidateRankingPolicyOptions({.min_gain = 0, .min_headroom = 0, .shift_confidence = 1.5}).message()),
+            "ranking_policy.shift_confidence: 1.5 is not in [0, 1]");
 }
 
 }  // namespace
