@@ -538,6 +538,20 @@ class Replayer {
         const placer::PolicyDecision decision =
             placer::ApplyRankingPolicy(request, options_.ranking_policy, ranking);
         report_.discarded_loops += decision.discarded_loops;
+        if (!decision.score_best.empty() && decision.score_best != decision.host_first) {
+          ContestedRound contested{.time_s = net_->now_us() / 1e6,
+                                   .jobs = {},
+                                   .host_first = decision.host_first,
+                                   .score_best = decision.score_best,
+                                   .chosen = decision.chosen,
+                                   .host_first_score = decision.host_first_score,
+                                   .score_best_score = decision.score_best_score,
+                                   .host_first_effective = decision.host_first_effective,
+                                   .score_best_effective = decision.score_best_effective,
+                                   .blocked = decision.blocked};
+          for (const auto& [id, plan] : plans.front()) contested.jobs.push_back(id);
+          report_.contested.push_back(std::move(contested));
+        }
         if (decision.reason == "overtaken" ||
             (decision.reason == "off" && decision.chosen != decision.host_first)) {
           ++report_.overtaken_rounds;
@@ -567,7 +581,8 @@ class Replayer {
       const double now = net_->now_us();
       plan.sim.start_us = now;
       if (!options_.plugin && options_.random_start && plan.running.networked) {
-        const uint64_t h = SplitMix(options_.seed ^ std::hash<std::string>{}(id));
+        const uint64_t draw = options_.random_start_seed != 0 ? options_.random_start_seed : options_.seed;
+        const uint64_t h = SplitMix(draw ^ std::hash<std::string>{}(id));
         plan.sim.start_us = now + Unit(h) * plan.running.profile.period_us;
       }
       auto shift = shifts.find(id);
@@ -818,6 +833,19 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["realignments"] = r.realignments;
   out["running_shifts"] = r.running_shifts;
   out["discarded_loops"] = r.discarded_loops;
+  out["contested_rounds"] = nlohmann::ordered_json::array();
+  for (const ContestedRound& c : r.contested) {
+    out["contested_rounds"].push_back({{"time_s", c.time_s},
+                                       {"jobs", c.jobs},
+                                       {"host_first", c.host_first},
+                                       {"score_best", c.score_best},
+                                       {"chosen", c.chosen},
+                                       {"host_first_score", c.host_first_score},
+                                       {"score_best_score", c.score_best_score},
+                                       {"host_first_effective", c.host_first_effective},
+                                       {"score_best_effective", c.score_best_effective},
+                                       {"blocked", c.blocked}});
+  }
   out["events"] = r.events;
   out["wall_s"] = r.wall_s;
   out["jobs"] = nlohmann::ordered_json::array();

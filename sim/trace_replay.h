@@ -110,6 +110,10 @@ struct TraceReplayOptions {
   // phasor's slots, without ranking). The control that measures how much a
   // start delay alone perturbs a non-preemptive schedule (the noise bound).
   bool random_start = false;
+  // random_start's delays are drawn from this seed (0, default: `seed`), so
+  // that several replicates of the control run on the same jobs (the
+  // distribution of the noise, not one draw).
+  uint64_t random_start_seed = 0;
   // Generated fabric when topology_path is empty:
   // "leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS]]]" = N servers of GPUS (default
   // 4) GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf, 2 spines,
@@ -173,6 +177,17 @@ struct TraceJobResult {
   double slowdown = 1;          // mean iteration / isolated iteration
 };
 
+// A ranked round where Rank()'s best predicted score was not the host's
+// first choice: what the policy did (the replay's record of its decisions).
+struct ContestedRound {
+  double time_s = 0;
+  std::vector<std::string> jobs;  // the jobs the round placed
+  std::string host_first, score_best, chosen;
+  double host_first_score = 1, score_best_score = 1;
+  double host_first_effective = 1, score_best_effective = 1;  // R + shift_confidence x (S - R)
+  std::string blocked;  // placer::PolicyDecision::blocked
+};
+
 struct TraceReport {
   std::string scheduler;
   bool plugin = false;
@@ -193,6 +208,7 @@ struct TraceReport {
   uint64_t realignments = 0;      // once: iterations held back to the intended phase
   uint64_t running_shifts = 0;    // pin_running off: running jobs shifted once to a new slot
   uint64_t discarded_loops = 0;   // discard_loops: candidates discarded for a loop
+  std::vector<ContestedRound> contested;  // in time order
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and
   // (up to 20000) sampled iteration slowdowns.

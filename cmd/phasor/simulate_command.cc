@@ -39,6 +39,8 @@ struct SimulateFlags {
   bool progress = true;
   double min_gain = 0.05;
   double min_headroom = 0.1;
+  uint64_t random_seed = 0;
+  double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
   std::string reslot = "on";
   std::string workload;
@@ -94,6 +96,7 @@ void RunTrace(const SimulateFlags& flags) {
   }
   options.plugin = flags.plugin == "on";
   options.random_start = flags.plugin == "random";
+  options.random_start_seed = flags.random_seed;
   options.fabric = flags.fabric;
   options.topology_path = flags.topology;
   options.hours = flags.hours;
@@ -107,6 +110,7 @@ void RunTrace(const SimulateFlags& flags) {
   options.progress = flags.progress ? &std::cerr : nullptr;
   options.ranking_policy.min_gain = flags.min_gain;
   options.ranking_policy.min_headroom = flags.min_headroom;
+  options.ranking_policy.shift_confidence = flags.shift_confidence;
   if (flags.realign != "on" && flags.realign != "off") Fail(kExitBadInput, "--realign: must be on or off");
   if (flags.reslot != "on" && flags.reslot != "off") Fail(kExitBadInput, "--reslot: must be on or off");
   options.realign = flags.realign == "on";
@@ -227,6 +231,13 @@ void AddSimulateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--min-headroom", flags->min_headroom,
                   "Trace replay: free capacity-time a contended link needs for a trusted prediction")
+      ->capture_default_str();
+  cmd->add_option("--shift-confidence", flags->shift_confidence,
+                  "Trace replay: share of a candidate's predicted gain from its shifts (its score above "
+                  "its links' random-phase score) that counts, 0..1")
+      ->capture_default_str();
+  cmd->add_option("--random-seed", flags->random_seed,
+                  "--plugin random: seed of the start delays (0: --seed), for replicates of the noise control")
       ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();
