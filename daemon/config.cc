@@ -83,7 +83,7 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
   for (const auto& [key, value] : limits) {
     if (value == 0) return absl::InvalidArgumentError(absl::StrCat(key, ": must be > 0"));
   }
-  return absl::OkStatus();
+  return placer::ValidateRankingPolicyOptions(o.ranking_policy);
 }
 
 absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
@@ -149,6 +149,19 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
         else if (lk == "max_jobs_x_links") s = Read(c.second, full, l.max_jobs_x_links);
         else if (lk == "max_evaluations") s = Read(c.second, full, l.max_evaluations);
         else if (lk == "deadline_ms") s = Read(c.second, full, l.deadline_ms);
+        else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
+        if (!s.ok()) return s;
+      }
+    } else if (key == "ranking_policy") {
+      if (!v.IsMap()) return absl::InvalidArgumentError("ranking_policy: must be a mapping");
+      placer::RankingPolicyOptions& p = o.ranking_policy;
+      for (const auto& c : v) {
+        const std::string pk = c.first.as<std::string>();
+        const std::string full = "ranking_policy." + pk;
+        if (pk == "min_gain") s = Read(c.second, full, p.min_gain);
+        else if (pk == "min_headroom") s = Read(c.second, full, p.min_headroom);
+        else if (pk == "discard_loops") s = Read(c.second, full, p.discard_loops);
+        else if (pk == "shift_confidence") s = Read(c.second, full, p.shift_confidence);
         else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
         if (!s.ok()) return s;
       }

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "placer/ranker.h"
+#include "placer/ranking_policy.h"
 #include "protocol/endpoint.h"
 
 namespace phasor::daemon {
@@ -65,6 +66,13 @@ struct DaemonOptions {
   // request gets LIMIT_EXCEEDED naming it, before anything is allocated (the
   // deadline: when it passes). max_candidates is max_candidates_per_request.
   placer::RankLimits rank_limits;
+
+  // How the host's order, the predicted gain and its confidence combine
+  // (YAML `ranking_policy:`, placer::RankingPolicyOptions with its defaults,
+  // the same as `phasor simulate`'s): applied to every ranking after Rank(),
+  // so the reply's first candidate is the host's first unless another passed
+  // the policy. min_gain < 0 turns it off (Rank()'s score order).
+  placer::RankingPolicyOptions ranking_policy;
 
   // Threads solving RankRequests (the sockets run on one more thread).
   uint32_t solver_threads = 2;

@@ -37,6 +37,20 @@ absl::Status CheckStoredServers(const std::string& bytes) {
   return absl::OkStatus();
 }
 
+// What the ranking policy did to a solved ranking, from the reply: "none"
+// (nothing ranked), "off" (policy off), "host-first" (the first ranked is
+// the earliest ranked candidate of the request) or "overtaken".
+std::string PolicyOutcome(const PreparedRanking& prepared, const v1::RankReply& reply) {
+  if (reply.ranked_size() == 0) return "none";
+  if (prepared.policy.min_gain < 0) return "off";
+  std::set<std::string> ranked;
+  for (const v1::RankedCandidate& c : reply.ranked()) ranked.insert(c.candidate());
+  for (const placer::Candidate& c : prepared.request.candidates) {
+    if (ranked.contains(c.id)) return c.id == reply.ranked(0).candidate() ? "host-first" : "overtaken";
+  }
+  return "host-first";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Service>> Service::Open(const DaemonOptions& options, Metrics* metrics, Clock clock,
@@ -166,6 +180,7 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
   if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
   prepared.limits = options_.rank_limits;
   prepared.limits.max_candidates = options_.max_candidates_per_request;
+  prepared.policy = options_.ranking_policy;
   // Over a limit the answer comes now, before the request is queued.
   if (absl::Status s = placer::CheckRankLimits(*request, prepared.limits); !s.ok()) return s;
   for (const placer::Link& l : request->links) link_capacity_gbps_[l.id] = l.capacity_gbps;
@@ -203,6 +218,11 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("ranking failed: ", e.what()));
   }
+  // The host's order, the predicted gain and its confidence (SPEC 5), as in
+  // `phasor simulate`; RecordRanking counts the outcome.
+  const placer::PolicyDecision decision = placer::ApplyRankingPolicy(prepared.request, prepared.policy, ranking);
+  spdlog::debug("phasord: ranking {}: policy {} (host's first '{}', first now '{}')", prepared.ranking_id,
+                decision.reason, decision.host_first, decision.chosen);
   ranking.rejected.insert(ranking.rejected.end(), prepared.unrouted.begin(), prepared.unrouted.end());
   v1::RankReply reply = protocol::ToProto(ranking, prepared.request);
   reply.set_request_id(prepared.request_id);
@@ -213,6 +233,7 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
 
 absl::Status Service::RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply) {
   metrics_->ObserveSolveSeconds(reply.solve_seconds());
+  metrics_->Increment("phasord_policy_decisions_total", {{"decision", PolicyOutcome(prepared, reply)}});
   StoredRanking stored{prepared.ranking_id, clock_(), reply.SerializeAsString(), prepared.candidates};
   if (absl::Status s = store_->PutRanking(stored, options_.keep_rankings); !s.ok()) {
     spdlog::error("phasord: cannot store ranking {}: {}", prepared.ranking_id, std::string(s.message()));

@@ -38,6 +38,7 @@
 #include "daemon/metrics.h"
 #include "daemon/state_store.h"
 #include "placer/ranker.h"
+#include "placer/ranking_policy.h"
 #include "protocol/phasor.pb.h"
 #include "topology/router.h"
 #include "topology/topology.h"
@@ -60,6 +61,7 @@ struct PreparedRanking {
   std::vector<placer::RejectedCandidate> unrouted;  // server-form candidates that could not be routed
   std::string candidates;                           // the request as ranked (serialized RankRequest)
   placer::RankLimits limits;                        // the configured limits, deadline included
+  placer::RankingPolicyOptions policy;              // the configured ranking_policy, applied after Rank()
 };
 
 // The checks a ProfileUpdate passes before phasord keeps it (and again when a

@@ -101,6 +101,33 @@ TEST(ConfigTest, BadKeysAndValuesNameTheKey) {
   EXPECT_THAT(ErrorOf("a: [unclosed"), HasSubstr("config: not YAML"));
 }
 
+TEST(ConfigTest, RankingPolicyParsesWithTheSimulatorsDefaults) {
+  absl::StatusOr<DaemonOptions> o = ParseDaemonConfig("allow_plain: true\n");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  const placer::RankingPolicyOptions defaults;
+  EXPECT_EQ(o->ranking_policy.min_gain, defaults.min_gain);
+  EXPECT_EQ(o->ranking_policy.min_gain, 0.05);
+  EXPECT_EQ(o->ranking_policy.min_headroom, 0.1);
+  EXPECT_EQ(o->ranking_policy.shift_confidence, defaults.shift_confidence);
+  EXPECT_FALSE(o->ranking_policy.discard_loops);
+  o = ParseDaemonConfig(
+      "allow_plain: true\nranking_policy:\n  min_gain: -1\n  min_headroom: 0.25\n  discard_loops: true\n"
+      "  shift_confidence: 0.75\n");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->ranking_policy.min_gain, -1);
+  EXPECT_EQ(o->ranking_policy.min_headroom, 0.25);
+  EXPECT_TRUE(o->ranking_policy.discard_loops);
+  EXPECT_EQ(o->ranking_policy.shift_confidence, 0.75);
+  EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: 3\n"), "ranking_policy: must be a mapping");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {colour: red}\n"), "ranking_policy.colour: unknown key");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {min_gain: lots}\n"), "ranking_policy.min_gain: wrong type");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {min_gain: .inf}\n"), "ranking_policy.min_gain: must be finite");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {min_headroom: 1}\n"),
+            "ranking_policy.min_headroom: 1 is not in [0, 1)");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {shift_confidence: 2}\n"),
+            "ranking_policy.shift_confidence: 2 is not in [0, 1]");
+}
+
 TEST(ConfigTest, PlainSocketsNeedTheExplicitOptionAndALocalEndpoint) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("request_endpoint: plain socket refused"));
   EXPECT_THAT(ErrorOf("allow_plain: true\nprofile_endpoint: tcp://10.0.0.1:7411\n"),

@@ -11,6 +11,7 @@
 #include "daemon/solver_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "placer/ranker.h"
 #include "protocol/convert.h"
 #include "tests/daemon/daemon_harness.h"
 
@@ -77,6 +78,61 @@ TEST_F(ServiceTest, RankCommitAndOffsetsWithoutSockets) {
   EXPECT_EQ(offset->request_id(), 9u);
   EXPECT_EQ(offset->shift_us(), committed->offsets(0).shift_us());
   EXPECT_EQ(offset->origin_epoch_us(), now_us_);  // the epoch is the first start's clock
+}
+
+// Two jobs (10 ms period, 2 ms Up at 50 Gbit/s). "shared" (the host's
+// first) puts both on l0 (30 Gbit/s: each Up alone exceeds it; interleaved,
+// score 1 - 80/300); "wide" and "apart" share no link (score 1), but "wide"
+// spreads j1 over two links, a larger footprint than the host chose.
+v1::RankRequest PolicyRequest(const std::string& other) {
+  placer::RankRequest r;
+  r.links = {{"l0", 30}, {"l1", 50}, {"l2", 50}, {"l3", 50}};
+  for (const char* id : {"j0", "j1"}) {
+    placer::Job j{id, {}, std::nullopt};
+    j.profile.period_us = 10000;
+    j.profile.square = placer::SquareWave{2000, 50, 0, 0};
+    r.jobs.push_back(j);
+  }
+  placer::Candidate shared{.id = "shared", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}}, .servers = {}};
+  placer::Candidate wide{.id = "wide", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l2", 1}, {"l3", 1}}}}, .servers = {}};
+  placer::Candidate apart{.id = "apart", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l2", 1}}}}, .servers = {}};
+  r.candidates = {shared, other == "wide" ? wide : apart};
+  return protocol::ToProto(r);
+}
+
+TEST_F(ServiceTest, TheRankingPolicyKeepsTheHostsFirstUnlessAnotherPassesIt) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  // Score order would put "wide" first; its footprint keeps the host's first.
+  absl::StatusOr<v1::RankReply> kept = service->Rank(PolicyRequest("wide"));
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  ASSERT_EQ(kept->ranked_size(), 2);
+  EXPECT_EQ(kept->ranked(0).candidate(), "shared");
+  EXPECT_NEAR(kept->ranked(0).score(), 1 - 80.0 / 300, 1e-12);
+  EXPECT_EQ(kept->ranked(1).candidate(), "wide");
+  EXPECT_EQ(kept->ranked(1).score(), 1);
+  EXPECT_EQ(metrics_.Value("phasord_policy_decisions_total", {{"decision", "host-first"}}), 1);
+  // "apart" passes every test: it overtakes.
+  absl::StatusOr<v1::RankReply> overtaken = service->Rank(PolicyRequest("apart"));
+  ASSERT_TRUE(overtaken.ok()) << overtaken.status().message();
+  ASSERT_EQ(overtaken->ranked_size(), 2);
+  EXPECT_EQ(overtaken->ranked(0).candidate(), "apart");
+  EXPECT_EQ(overtaken->ranked(1).candidate(), "shared");
+  EXPECT_EQ(metrics_.Value("phasord_policy_decisions_total", {{"decision", "overtaken"}}), 1);
+  // The policy off (ranking_policy.min_gain < 0): score order.
+  service.reset();
+  options_.ranking_policy.min_gain = -1;
+  service = Open();
+  ASSERT_NE(service, nullptr);
+  absl::StatusOr<v1::RankReply> off = service->Rank(PolicyRequest("wide"));
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off->ranked(0).candidate(), "wide");
+  EXPECT_EQ(metrics_.Value("phasord_policy_decisions_total", {{"decision", "off"}}), 1);
+  // The committed candidate is the one the host names, whatever the order.
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(off->ranking_id());
+  commit.set_candidate("shared");
+  ASSERT_TRUE(service->Commit(commit).ok());
 }
 
 TEST_F(ServiceTest, ErrorsKeepTheirCanonicalCodes) {
