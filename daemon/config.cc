@@ -162,6 +162,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
         else if (pk == "min_headroom") s = Read(c.second, full, p.min_headroom);
         else if (pk == "discard_loops") s = Read(c.second, full, p.discard_loops);
         else if (pk == "shift_confidence") s = Read(c.second, full, p.shift_confidence);
+        else if (pk == "trust_choice_gains") s = Read(c.second, full, p.trust_choice_gains);
         else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
         if (!s.ok()) return s;
       }

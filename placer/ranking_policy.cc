@@ -195,7 +195,8 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
     if (spec == by_id.end()) return "footprint";
     // "At least", in doubles. A gain that holds with random phases (the
     // choice of links, not the shifts) needs no trust in the shifts.
-    const bool choice_gain = random_of[i] + 1e-9 >= random_of[host] + options.min_gain;
+    const bool choice_gain =
+        options.trust_choice_gains && random_of[i] + 1e-9 >= random_of[host] + options.min_gain;
     if (!choice_gain) {
       if (effective_of[i] + 1e-9 < effective_of[host] + options.min_gain) return "gain";
       if (c.cycle && !c.exact) return "loop";

@@ -8,20 +8,26 @@
 // wrong: the score assumes each job's Up phase keeps its isolated length,
 // but a job that shares a saturated link stretches its Up phase (max-min
 // sharing), so a link predicted "compatible" with little headroom collides
-// in practice; shifts on loops of the affinity graph are heuristic. The
-// policy keeps the host's first choice unless another candidate
-//   1. beats its predicted score by at least `min_gain`,
-//   2. is trusted: not on a loop of the affinity graph unless proven exact,
-//      and every contended link keeps at least `min_headroom` of its
-//      capacity-time free after the jobs' Up phases (so a stretched Up phase
-//      still fits), and
+// in practice; shifts on loops of the affinity graph are heuristic. A
+// predicted gain has two parts: what choosing the candidate gains whatever
+// the phases (its links' random-phase score R, RandomPhaseScore: less load
+// on shared links, or none shared), and what its shifts add on top (S - R).
+// Only the second depends on the shifts being delivered. The policy keeps
+// the host's first choice unless another candidate
+//   1. beats it by at least `min_gain` in its effective score R +
+//      shift_confidence x (S - R), or, with `trust_choice_gains`, in R alone
+//      (a choice gain: test 2 does not apply),
+//   2. is trusted (for a choice gain only without trust_choice_gains): not on a loop of the
+//      affinity graph unless proven exact, and every contended link keeps at
+//      least `min_headroom` of its capacity-time free after the jobs' Up
+//      phases (so a stretched Up phase still fits), and
 //   3. puts no more (job, contended link) pairs at risk than the host's
 //      first choice (in particular: when the host's first shares no link,
 //      nothing overtakes it), and has no larger footprint: no more (job,
 //      link) entries in its request candidate, so a candidate that spreads
 //      jobs over more servers than the host chose (more links, more
 //      fragmentation for later jobs) never overtakes on a prediction.
-// Among the candidates that pass, the best score goes first; the others keep
+// Among the candidates that pass, the best effective score goes first; the others keep
 // Rank()'s order behind it. With min_gain < 0 the policy is off (Rank()'s
 // order stands).
 //
@@ -60,6 +66,12 @@ struct RankingPolicyOptions {
   // gain is S's alone); 0 counts only what choosing the candidate gains
   // whatever the phases (default 1).
   double shift_confidence = 1;
+  // A gain in R alone (the candidate's links get a better score whatever the
+  // phases) overtakes without the trust tests (loop, headroom). Default
+  // false: measured on the bundled trace it turns a gain into a loss in one
+  // seed of ten, on the Cassini workload a loss into a gain in one of twenty
+  // (docs/simulator.md).
+  bool trust_choice_gains = false;
 };
 
 // InvalidArgument naming the field: min_headroom outside [0, 1),

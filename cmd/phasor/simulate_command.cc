@@ -40,6 +40,7 @@ struct SimulateFlags {
   double min_gain = 0.05;
   double min_headroom = 0.1;
   uint64_t random_seed = 0;
+  std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
   std::string reslot = "on";
@@ -111,6 +112,10 @@ void RunTrace(const SimulateFlags& flags) {
   options.ranking_policy.min_gain = flags.min_gain;
   options.ranking_policy.min_headroom = flags.min_headroom;
   options.ranking_policy.shift_confidence = flags.shift_confidence;
+  if (flags.trust_choice_gains != "on" && flags.trust_choice_gains != "off") {
+    Fail(kExitBadInput, "--trust-choice-gains: must be on or off");
+  }
+  options.ranking_policy.trust_choice_gains = flags.trust_choice_gains == "on";
   if (flags.realign != "on" && flags.realign != "off") Fail(kExitBadInput, "--realign: must be on or off");
   if (flags.reslot != "on" && flags.reslot != "off") Fail(kExitBadInput, "--reslot: must be on or off");
   options.realign = flags.realign == "on";
@@ -235,6 +240,10 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--shift-confidence", flags->shift_confidence,
                   "Trace replay: share of a candidate's predicted gain from its shifts (its score above "
                   "its links' random-phase score) that counts, 0..1")
+      ->capture_default_str();
+  cmd->add_option("--trust-choice-gains", flags->trust_choice_gains,
+                  "Trace replay: a gain in the random-phase score alone overtakes without the headroom and "
+                  "loop tests, on|off")
       ->capture_default_str();
   cmd->add_option("--random-seed", flags->random_seed,
                   "--plugin random: seed of the start delays (0: --seed), for replicates of the noise control")

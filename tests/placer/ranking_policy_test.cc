@@ -215,7 +215,7 @@ TEST(RankingPolicyTest, ShiftConfidenceDiscountsTheGainOfShiftsNotOfTheChoice) {
 }
 
 // A gain that holds with random phases (less load on the shared link) is
-// the choice's, not the shifts': it needs no headroom.
+// the choice's, not the shifts': with trust_choice_gains it needs no headroom.
 TEST(RankingPolicyTest, AGainOfTheChoiceNeedsNoTrustInTheShifts) {
   RankRequest request = Request();
   request.links.push_back({"l3", 15});
@@ -228,7 +228,13 @@ TEST(RankingPolicyTest, AGainOfTheChoiceNeedsNoTrustInTheShifts) {
   EXPECT_NEAR(RandomPhaseScore(request, request.candidates[0], narrow.links[0]), 1 - 14.6 / 15, 1e-12);
   Ranking ranking;
   ranking.ranked = {Ranked("tight", 0.5, {"l1"}), narrow};
-  const PolicyDecision d = ApplyRankingPolicy(request, {}, ranking);
+  // By default every gain needs the trust tests: the headroom keeps the host's first.
+  PolicyDecision d = ApplyRankingPolicy(request, {}, ranking);
+  EXPECT_EQ(d.chosen, "narrow");
+  EXPECT_EQ(d.blocked, "headroom");
+  ranking.ranked = {Ranked("tight", 0.5, {"l1"}), narrow};
+  d = ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 1, .trust_choice_gains = true},
+                         ranking);
   EXPECT_EQ(d.host_first, "narrow");
   EXPECT_EQ(d.chosen, "tight");
   EXPECT_EQ(d.reason, "overtaken");
