@@ -17,8 +17,9 @@
 //   1. beats it by at least `min_gain` in its effective score R +
 //      shift_confidence x (S - R), or, with `trust_choice_gains`, in R alone
 //      (a choice gain: test 2 does not apply),
-//   2. is trusted (for a choice gain only without trust_choice_gains): not on a loop of the
-//      affinity graph unless proven exact, and every contended link keeps at
+//   2. is trusted (skipped for a choice gain when trust_choice_gains is
+//      set): not on a loop of the affinity graph unless proven exact, and
+//      every contended link keeps at
 //      least `min_headroom` of its capacity-time free after the jobs' Up
 //      phases (so a stretched Up phase still fits), and
 //   3. puts no more (job, contended link) pairs at risk than the host's
