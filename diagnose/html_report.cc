@@ -55,7 +55,7 @@ std::string Escape(std::string_view s) {
 }
 
 
-std::string Ms(double us) {
+std::string MsLabel(double us) {
   return us >= 100000 ? absl::StrFormat("%.0f ms", us / 1000.0)
                       : absl::StrFormat("%.1f ms", us / 1000.0);
 }
@@ -180,8 +180,8 @@ std::string Page::JobTable() {
     absl::StrAppendFormat(&out,
                           "<tr><td>%s</td><td>%s</td><td>%s Gbit/s</td><td>%s</td><td>%s</td>"
                           "<td><b>%s</b></td><td>%s</td></tr>\n",
-                          JobChip(j.id), Ms(j.period_us), Num(j.mean_gbps), Ms(j.current_shift_us),
-                          PhaseSourceName(j.phase_source), Ms(j.recommended_shift_us),
+                          JobChip(j.id), MsLabel(j.period_us), Num(j.mean_gbps), MsLabel(j.current_shift_us),
+                          PhaseSourceName(j.phase_source), MsLabel(j.recommended_shift_us),
                           links.empty() ? "-" : absl::StrJoin(links, ", "));
   }
   out += "</table>\n";
@@ -239,7 +239,7 @@ std::string Page::CircleSvg(const LinkDiagnosis& l, bool after) {
                           q == 1   ? "start"
                           : q == 3 ? "end"
                                    : "middle",
-                          Ms(l.period_us() * q / 4.0));
+                          MsLabel(l.period_us() * q / 4.0));
   }
   // Overload ring: where the link load exceeds capacity.
   const std::vector<double>& load = after ? l.load_after : l.load_before;
@@ -359,7 +359,7 @@ std::string Page::LoadSvg(const LinkDiagnosis& l, bool after) {
                           q == 0   ? "start"
                           : q == 4 ? "end"
                                    : "middle",
-                          Ms(l.period_us() * q / 4.0));
+                          MsLabel(l.period_us() * q / 4.0));
   }
   absl::StrAppendFormat(
       &out,
@@ -416,7 +416,7 @@ std::string Page::LinkSection(size_t index, const LinkDiagnosis& l) {
       "<p class=\"facts\">capacity <b>%s Gbit/s</b> &middot; unified period <b>%s</b> "
       "(%d bins of %u us) &middot; score <b>%s &rarr; %s</b> (gain %+.4f%s) &middot; excess "
       "<b>%s/h &rarr; %s/h</b></p>\n",
-      Num(l.capacity_gbps), Ms(l.period_us()), static_cast<int>(l.bins), l.quantum_us,
+      Num(l.capacity_gbps), MsLabel(l.period_us()), static_cast<int>(l.bins), l.quantum_us,
       ScoreBadge(l.current_score), ScoreBadge(l.achievable_score), l.gain(),
       l.optimal_score > l.achievable_score + 1e-9
           ? absl::StrFormat("; this link alone could reach %.4f", l.optimal_score)
@@ -430,16 +430,16 @@ std::string Page::LinkSection(size_t index, const LinkDiagnosis& l) {
     absl::StrAppendFormat(&out,
                           "<tr><td>%s</td><td>%.2f</td><td>%s</td><td>%s</td><td>%s Gbit/s</td>"
                           "<td>%s Gbit/s</td><td>%s</td><td><b>%s</b></td></tr>",
-                          JobChip(j.job), j.share, Ms(j.period_us), Ms(j.quantized_period_us),
-                          Num(j.mean_gbps), Num(j.peak_gbps), Ms(j.current_shift_us),
-                          Ms(j.recommended_shift_us));
+                          JobChip(j.job), j.share, MsLabel(j.period_us), MsLabel(j.quantized_period_us),
+                          Num(j.mean_gbps), Num(j.peak_gbps), MsLabel(j.current_shift_us),
+                          MsLabel(j.recommended_shift_us));
   }
   out += "</table>\n<div class=\"pair\">";
   for (const bool after : {false, true}) {
     std::string shifts;
     for (const JobOnLink& j : l.jobs) {
       absl::StrAppend(&shifts, " ", Escape(j.job), "=",
-                      Ms(after ? j.recommended_shift_us : j.current_shift_us));
+                      MsLabel(after ? j.recommended_shift_us : j.current_shift_us));
     }
     absl::StrAppendFormat(
         &out,

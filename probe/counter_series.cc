@@ -6,17 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "probe/binning.h"
 
 namespace phasor::probe {
-namespace {
-
-int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-}  // namespace
 
 absl::StatusOr<BinnedSeries> Resample(const std::vector<CounterInterval>& intervals,
                                       const ResampleOptions& options) {

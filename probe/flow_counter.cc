@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/status/status.h"
+#include "probe/binning.h"
 
 namespace phasor::probe {
 namespace {
@@ -27,12 +28,6 @@ inline uint64_t HashKey(const FlowKey& key) {
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
   return h;
-}
-
-int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
 }
 
 }  // namespace

@@ -28,7 +28,7 @@
 namespace phasor::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNoMoreArrivals = std::numeric_limits<double>::infinity();
 // Range checks of trace rows: a job of more than a year or more GPUs than any
 // cluster of the public traces is a bad row, not a job.
 
@@ -353,8 +353,8 @@ class Replayer {
     auto last_progress = wall_start;
     bool progress_shown = false;
     while (next < jobs.size() || !pending_.empty() || net_->running_jobs() > 0) {
-      const double until = next < jobs.size() ? jobs[next].arrival_us : kInf;
-      if (until == kInf && net_->running_jobs() == 0) {
+      const double until = next < jobs.size() ? jobs[next].arrival_us : kNoMoreArrivals;
+      if (until == kNoMoreArrivals && net_->running_jobs() == 0) {
         // Nothing runs and nothing arrives: what is pending can never start.
         report_.unfinished += pending_.size();
         break;
