@@ -219,11 +219,11 @@ void Run(benchmark::State& state, const std::string& verb, bool planning, Setup 
   const kubernetes::ExtenderStats s = b.extender_->stats();
   state.counters["plans"] = static_cast<double>(s.plans);
   state.counters["plan_failures"] = static_cast<double>(s.plan_failures);
-  // The size of the last plan's RankRequest on the wire: every candidate
-  // carries the running jobs' link shares.
+  // The size of the last plan's RankRequest on the wire (the running jobs'
+  // link shares once, in its running part).
   if (planning) {
     if (std::optional<kubernetes::JobPlan> p = b.extender_->PlanOf("ml/" + verb + "-job-" + std::to_string(job - 1))) {
-      state.counters["rank_request_kib"] = static_cast<double>(protocol::ToProto(p->request).ByteSizeLong()) / 1024;
+      state.counters["rank_request_kib"] = static_cast<double>(p->rank_request_bytes) / 1024;
       state.counters["candidates"] = static_cast<double>(p->request.candidates.size());
     }
   }
