@@ -173,6 +173,7 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
   for (const placer::Candidate& c : request->candidates) {
     if (!c.servers.empty()) candidate_servers[c.id] = c.servers;
   }
+  const std::map<std::string, std::vector<std::string>> running_servers = request->running.servers;
   // Server-form candidates become link shares by the ring traffic model over
   // the configured fabric (the semantics of `phasor rank --topology`);
   // without a fabric Rank() rejects them itself.
@@ -201,6 +202,11 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
       for (const std::string& server : servers) list.add_servers(server);
     }
   }
+  for (const auto& [job, servers] : running_servers) {
+    v1::ServerList& list = (*as_ranked.mutable_running()->mutable_servers())[job];
+    list.clear_servers();
+    for (const std::string& server : servers) list.add_servers(server);
+  }
   prepared.request_id = id;
   prepared.ranking_id = next_ranking_id_++;
   prepared.request = *std::move(request);
@@ -212,7 +218,8 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
   const auto begin = std::chrono::steady_clock::now();
   placer::Ranking ranking;
   try {
-    absl::StatusOr<placer::Ranking> ranked = placer::RankWithin(prepared.request, prepared.limits);
+    // PrepareRank checked the limits.
+    absl::StatusOr<placer::Ranking> ranked = placer::RankWithinDeadline(prepared.request, prepared.limits);
     if (!ranked.ok()) return ranked.status();
     ranking = *std::move(ranked);
   } catch (const std::exception& e) {
@@ -307,11 +314,20 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
     }
     offsets.push_back(o);
     std::string links, servers;
+    // The job's links and servers: the candidate's, or the running part's
+    // common to every candidate.
     if (shares != nullptr) {
-      auto it = shares->links().find(s.job());
-      if (it != shares->links().end()) links = it->second.SerializeAsString();
-      auto on = shares->servers().find(s.job());
-      if (on != shares->servers().end()) servers = on->second.SerializeAsString();
+      const v1::RunningPlacement& running = candidates.running();
+      if (auto it = shares->links().find(s.job()); it != shares->links().end()) {
+        links = it->second.SerializeAsString();
+      } else if (auto r = running.links().find(s.job()); r != running.links().end()) {
+        links = r->second.SerializeAsString();
+      }
+      if (auto on = shares->servers().find(s.job()); on != shares->servers().end()) {
+        servers = on->second.SerializeAsString();
+      } else if (auto r = running.servers().find(s.job()); r != running.servers().end()) {
+        servers = r->second.SerializeAsString();
+      }
     }
     placements.push_back({s.job(), req.candidate(), req.ranking_id(), links, now, servers});
   }
@@ -322,6 +338,9 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
   for (const StoredOffset& o : offsets) committed_jobs.insert(o.job);
   if (shares != nullptr) {
     for (const auto& [job, job_shares] : shares->links()) {
+      for (const auto& [link, share] : job_shares.shares()) loaded_links.insert(link);
+    }
+    for (const auto& [job, job_shares] : candidates.running().links()) {
       for (const auto& [link, share] : job_shares.shares()) loaded_links.insert(link);
     }
   }

@@ -107,6 +107,10 @@ absl::StatusOr<Diagnosis> DiagnoseValidated(const placer::RankRequest& request,
       return absl::NotFoundError(absl::StrCat("candidate '", candidate, "' is not in the input"));
     }
   }
+  // The running part, if any, in the candidate (the long form): the
+  // diagnosis reads every job's links from it.
+  one.running = request.running;
+  placer::MoveRunningIntoCandidates(one);
   const placer::Candidate& placement = one.candidates.front();
   const placer::Ranking ranking = placer::Rank(one);
   if (!ranking.rejected.empty()) {

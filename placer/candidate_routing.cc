@@ -10,23 +10,59 @@
 
 namespace phasor::placer {
 
+namespace {
+
+// One placement's jobs routed one by one: the first failing job (in job id
+// order) stops it, as topology::PlacementShares does.
+struct Routed {
+  topology::PlacementLinkShares shares;
+  std::string failed_job;  // empty when every job routed
+  std::string reason;      // "job '<id>': ..." as topology::PlacementShares words it
+};
+
+Routed Route(const topology::Router& router, const std::map<std::string, std::vector<std::string>>& servers) {
+  Routed out;
+  for (const auto& [job, list] : servers) {
+    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, list);
+    if (!shares.ok()) {
+      out.failed_job = job;
+      out.reason = absl::StrCat("job '", job, "': ", shares.status().message());
+      return out;
+    }
+    out.shares.emplace(job, *std::move(shares));
+  }
+  return out;
+}
+
+}  // namespace
+
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
                      RankRequest& request, std::vector<RejectedCandidate>& unrouted) {
   std::set<std::string> defined;
   for (const Link& link : request.links) defined.insert(link.id);
 
+  // The running part is routed once for every candidate. A job given in both
+  // of its forms is left for ValidateRankRequest to name.
+  RunningPlacement& running = request.running;
+  bool running_both = false;
+  for (const auto& [job, servers] : running.servers) running_both |= running.links.contains(job);
+  const bool route_running = !running.servers.empty() && !running_both;
+  const Routed running_routed = route_running ? Route(router, running.servers) : Routed{};
+
   std::vector<Candidate> kept;
   kept.reserve(request.candidates.size());
   for (Candidate& candidate : request.candidates) {
-    if (candidate.servers.empty()) {
+    if (candidate.servers.empty() && !route_running) {
       kept.push_back(std::move(candidate));
       continue;
     }
-    absl::StatusOr<topology::PlacementLinkShares> shares =
-        topology::PlacementShares(router, candidate.servers);
-    std::string reason;
-    if (!shares.ok()) reason = std::string(shares.status().message());
-    for (const auto& [job, links] : shares.ok() ? *shares : topology::PlacementLinkShares{}) {
+    Routed own = Route(router, candidate.servers);
+    // The first failing job of the candidate and running together.
+    std::string reason = own.reason;
+    if (!running_routed.failed_job.empty() && (own.failed_job.empty() || running_routed.failed_job < own.failed_job)) {
+      reason = running_routed.reason;
+    }
+    for (const auto& [job, links] : reason.empty() ? own.shares : topology::PlacementLinkShares{}) {
       if (reason.empty() && candidate.links.contains(job)) {
         reason = absl::StrCat("job '", job, "' is given both as links and as servers");
       }
@@ -35,18 +71,29 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
       unrouted.push_back(RejectedCandidate{candidate.id, std::move(reason)});
       continue;
     }
-    for (auto& [job, links] : *shares) {
+    // New links in the order the candidate and running together name them.
+    auto add_links = [&](const topology::LinkShareMap& links) {
       for (const auto& [link, share] : links) {
         if (defined.insert(link).second) {
           request.links.push_back(Link{link, fabric.link(*fabric.FindLink(link)).capacity_gbps});
         }
       }
+    };
+    auto theirs = running_routed.shares.begin();
+    for (auto& [job, links] : own.shares) {
+      for (; theirs != running_routed.shares.end() && theirs->first < job; ++theirs) add_links(theirs->second);
+      add_links(links);
       candidate.links[job] = std::move(links);
     }
+    for (; theirs != running_routed.shares.end(); ++theirs) add_links(theirs->second);
     candidate.servers.clear();
     kept.push_back(std::move(candidate));
   }
   request.candidates = std::move(kept);
+  if (route_running && running_routed.failed_job.empty()) {
+    for (const auto& [job, links] : running_routed.shares) running.links[job] = links;
+    running.servers.clear();
+  }
 }
 
 absl::Status RouteCandidatesFromFile(const std::string& topology_path, RankRequest& request,

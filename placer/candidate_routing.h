@@ -30,6 +30,15 @@ namespace phasor::placer {
 // both as "links" and as "servers") is removed from request.candidates and
 // appended to `unrouted` with the reason; the others are unaffected.
 //
+// request.running's servers are routed once and become running.links (its
+// new links are added in the order the first routed candidate and running
+// together name them, so a request gives the same links with the running
+// jobs in every candidate or once in running). When a running job cannot be
+// routed, every candidate is unrouted with that reason (or its own first
+// failing job's, whichever job id comes first), and running is unchanged; a
+// job in both running.links and running.servers is left for
+// ValidateRankRequest.
+//
 // Shares can exceed 1 when several hops of one job's ring cross the same
 // directed link; they are passed on as they are (the ranker multiplies).
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,

@@ -102,11 +102,10 @@ absl::StatusOr<Job> JobFromJson(const json& v, const std::string& field) {
   return job;
 }
 
-absl::StatusOr<Candidate> CandidateFromJson(const json& v, const std::string& field) {
-  if (!v.is_object()) return Bad(field, "must be an object");
-  Candidate c;
-  PHASOR_ASSIGN_OR_RETURN(const json* id, Member(v, field, "id", true));
-  PHASOR_ASSIGN_OR_RETURN(c.id, String(*id, field + ".id"));
+// The "links" and "servers" members of a candidate or of "running".
+absl::Status PlacementFromJson(const json& v, const std::string& field,
+                               std::map<std::string, std::map<std::string, double>>& links_out,
+                               std::map<std::string, std::vector<std::string>>& servers_out) {
   PHASOR_ASSIGN_OR_RETURN(const json* links, Member(v, field, "links", false));
   PHASOR_ASSIGN_OR_RETURN(const json* servers, Member(v, field, "servers", false));
   if (links == nullptr && servers == nullptr) {
@@ -117,7 +116,7 @@ absl::StatusOr<Candidate> CandidateFromJson(const json& v, const std::string& fi
     for (const auto& [job, job_links] : links->items()) {
       const std::string jf = absl::StrCat(field, ".links.", job);
       if (!job_links.is_object()) return Bad(jf, "must be an object: link -> share");
-      auto& out = c.links[job];
+      auto& out = links_out[job];
       for (const auto& [link, share] : job_links.items()) {
         PHASOR_ASSIGN_OR_RETURN(out[link], Number(share, absl::StrCat(jf, ".", link)));
       }
@@ -128,14 +127,33 @@ absl::StatusOr<Candidate> CandidateFromJson(const json& v, const std::string& fi
     for (const auto& [job, list] : servers->items()) {
       const std::string jf = absl::StrCat(field, ".servers.", job);
       if (!list.is_array() || list.empty()) return Bad(jf, "must be a non-empty array of server ids");
-      auto& out = c.servers[job];
+      auto& out = servers_out[job];
       for (size_t i = 0; i < list.size(); ++i) {
         PHASOR_ASSIGN_OR_RETURN(std::string s, String(list[i], absl::StrCat(jf, "[", i, "]")));
         out.push_back(std::move(s));
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Candidate> CandidateFromJson(const json& v, const std::string& field) {
+  if (!v.is_object()) return Bad(field, "must be an object");
+  Candidate c;
+  PHASOR_ASSIGN_OR_RETURN(const json* id, Member(v, field, "id", true));
+  PHASOR_ASSIGN_OR_RETURN(c.id, String(*id, field + ".id"));
+  if (absl::Status s = PlacementFromJson(v, field, c.links, c.servers); !s.ok()) return s;
   return c;
+}
+
+// "running": the placement of the jobs already running, common to every
+// candidate (links and/or servers, as a candidate without an id).
+absl::Status RunningFromJson(const json& v, RunningPlacement& running) {
+  if (!v.is_object()) return Bad("running", absl::StrCat("must be an object, got ", v.type_name()));
+  for (const auto& [key, value] : v.items()) {
+    if (key != "links" && key != "servers") return Bad(Path("running", key), "unknown field (links or servers)");
+  }
+  return PlacementFromJson(v, "running", running.links, running.servers);
 }
 
 absl::Status OptionsFromJson(const json& v, RankOptions& options) {
@@ -260,6 +278,9 @@ absl::StatusOr<RankRequest> RankRequestFromJson(const json& doc) {
   if (absl::Status s = ArrayOf<Candidate>(doc, "candidates", CandidateFromJson, r.candidates);
       !s.ok()) {
     return s;
+  }
+  if (auto it = doc.find("running"); it != doc.end() && !it->is_null()) {
+    if (absl::Status s = RunningFromJson(*it, r.running); !s.ok()) return s;
   }
   if (auto it = doc.find("options"); it != doc.end()) {
     if (absl::Status s = OptionsFromJson(*it, r.options); !s.ok()) return s;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -61,6 +62,7 @@ struct ContendedLink {
   std::vector<size_t> jobs;        // local job indices, in request order
   std::vector<double> shares;
   std::shared_ptr<const LinkSolve> solve;
+  bool running_only = false;       // only the request's running jobs load it
 
   // The position of local job j on this link.
   size_t PositionOf(size_t j) const {
@@ -84,9 +86,10 @@ class Ranker {
  public:
   // `out_of_time`, when set, is asked before every link solve and joint move.
   Ranker(const RankRequest& request, std::function<bool()> out_of_time)
-      : request_(request), out_of_time_(std::move(out_of_time)) {
+      : request_(request), out_of_time_(std::move(out_of_time)), local_of_(request.jobs.size()) {
     for (size_t j = 0; j < request.jobs.size(); ++j) job_index_.emplace(request.jobs[j].id, j);
     for (size_t l = 0; l < request.links.size(); ++l) link_index_.emplace(request.links[l].id, l);
+    IndexRunning();
   }
 
   absl::StatusOr<RankedCandidate> Evaluate(const Candidate& candidate);
@@ -99,17 +102,76 @@ class Ranker {
   }
 
  private:
+  // The first unknown job or link of `job_links` (job -> link -> share).
+  absl::Status CheckNames(const std::string& job, const std::map<std::string, double>& job_links) const;
+  // Indexes request.running once: its jobs, their shares per link.
+  void IndexRunning();
   absl::StatusOr<std::shared_ptr<const LinkSolve>> SolveAlone(const Link& link,
                                                               const std::vector<const Job*>& jobs,
                                                               const std::vector<double>& shares);
+  // A link only running jobs load, solved once per request.
+  absl::StatusOr<std::shared_ptr<const LinkSolve>> SolveRunningLink(size_t l);
 
   const RankRequest& request_;
   std::function<bool()> out_of_time_;
   bool stopped_ = false;
   std::unordered_map<std::string, size_t> job_index_;
   std::unordered_map<std::string, size_t> link_index_;
+  // Per-link solves shared by the candidates of the request, by capacity,
+  // (job, share) set and pins.
   std::unordered_map<std::string, std::shared_ptr<const LinkSolve>> cache_;
+  // The running part, common to every candidate.
+  absl::Status running_error_;       // its first unknown job or link (every candidate's reason)
+  std::string running_error_job_;    // the job that error names
+  std::vector<size_t> running_jobs_;  // request job indices, ascending
+  // link -> (request job index, share) of running jobs with demand, ascending.
+  std::vector<std::vector<std::pair<size_t, double>>> running_on_link_;
+  std::vector<size_t> running_contended_;  // links two or more running jobs load, ascending
+  std::unordered_map<size_t, std::shared_ptr<const LinkSolve>> running_solves_;
+  // Jointly solved components of running-only links, by their links (request
+  // indices, ascending): the component's shifts by request job index.
+  struct RunningComponent {
+    std::vector<std::pair<size_t, int64_t>> shifts;
+    bool optimal = false;
+  };
+  std::map<std::vector<size_t>, RunningComponent> running_components_;
+  std::vector<size_t> local_of_;  // request job index -> the candidate's local index
+  // Per link solve (held by cache_), the last bins it was scored at and the score.
+  std::unordered_map<const LinkSolve*, std::pair<std::vector<uint32_t>, double>> scored_;
 };
+
+absl::Status Ranker::CheckNames(const std::string& job, const std::map<std::string, double>& job_links) const {
+  if (!job_index_.contains(job)) return absl::NotFoundError(absl::StrCat("job '", job, "' is not defined"));
+  for (const auto& [link, share] : job_links) {
+    if (!link_index_.contains(link)) {
+      return absl::NotFoundError(absl::StrCat("link '", link, "' (job '", job, "') is not defined"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Ranker::IndexRunning() {
+  running_on_link_.resize(request_.links.size());
+  for (const auto& [job, job_links] : request_.running.links) {
+    if (absl::Status s = CheckNames(job, job_links); !s.ok()) {
+      running_error_ = std::move(s);
+      running_error_job_ = job;
+      return;
+    }
+    running_jobs_.push_back(job_index_.at(job));
+  }
+  std::sort(running_jobs_.begin(), running_jobs_.end());
+  for (size_t j : running_jobs_) {
+    const Job& job = request_.jobs[j];
+    if (MeanGbps(job.profile) <= 0) continue;
+    for (const auto& [link, share] : request_.running.links.at(job.id)) {
+      if (share > 0) running_on_link_[link_index_.at(link)].emplace_back(j, share);
+    }
+  }
+  for (size_t l = 0; l < running_on_link_.size(); ++l) {
+    if (running_on_link_[l].size() >= 2) running_contended_.push_back(l);
+  }
+}
 
 absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveAlone(
     const Link& link, const std::vector<const Job*>& jobs, const std::vector<double>& shares) {
@@ -150,52 +212,99 @@ absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveAlone(
   return solve;
 }
 
+absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveRunningLink(size_t l) {
+  if (auto it = running_solves_.find(l); it != running_solves_.end()) return it->second;
+  std::vector<const Job*> jobs;
+  std::vector<double> shares;
+  for (const auto& [j, share] : running_on_link_[l]) {
+    jobs.push_back(&request_.jobs[j]);
+    shares.push_back(share);
+  }
+  absl::StatusOr<std::shared_ptr<const LinkSolve>> solve = SolveAlone(request_.links[l], jobs, shares);
+  if (solve.ok()) running_solves_.emplace(l, *solve);
+  return solve;
+}
+
 absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
-  if (candidate.links.empty() && !candidate.servers.empty()) {
+  // The candidate as ranked is its own jobs plus the running part (never the
+  // same job: ValidateRankRequest); each check below sees that union.
+  const RunningPlacement& running = request_.running;
+  if (candidate.links.empty() && running.links.empty() &&
+      (!candidate.servers.empty() || !running.servers.empty())) {
     return absl::FailedPreconditionError(
         "candidate gives servers, but no topology was given to route them (--topology)");
   }
-  // The candidate's jobs in request order; unknown names reject the candidate.
-  std::vector<size_t> job_ids;
+  // The candidate's jobs in request order; unknown names reject the candidate
+  // (the first in job name order, over the candidate's and running's jobs).
+  std::vector<size_t> own_ids;
   for (const auto& [job, job_links] : candidate.links) {
-    auto it = job_index_.find(job);
-    if (it == job_index_.end()) return absl::NotFoundError(absl::StrCat("job '", job, "' is not defined"));
-    for (const auto& [link, share] : job_links) {
-      if (!link_index_.contains(link)) {
-        return absl::NotFoundError(absl::StrCat("link '", link, "' (job '", job, "') is not defined"));
-      }
+    if (absl::Status s = CheckNames(job, job_links); !s.ok()) {
+      if (!running_error_.ok() && running_error_job_ < job) return running_error_;
+      return s;
     }
-    job_ids.push_back(it->second);
+    own_ids.push_back(job_index_.at(job));
   }
-  std::sort(job_ids.begin(), job_ids.end());
+  if (!running_error_.ok()) return running_error_;
+  std::sort(own_ids.begin(), own_ids.end());
+  std::vector<size_t> job_ids;
+  job_ids.reserve(own_ids.size() + running_jobs_.size());
+  std::merge(own_ids.begin(), own_ids.end(), running_jobs_.begin(), running_jobs_.end(),
+             std::back_inserter(job_ids));
   std::vector<const Job*> jobs;
-  for (size_t id : job_ids) jobs.push_back(&request_.jobs[id]);
+  jobs.reserve(job_ids.size());
+  for (size_t j = 0; j < job_ids.size(); ++j) {
+    jobs.push_back(&request_.jobs[job_ids[j]]);
+    local_of_[job_ids[j]] = j;
+  }
 
-  // Each link's jobs with non-zero demand, in request order.
-  std::vector<std::vector<std::pair<size_t, double>>> on_link(request_.links.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    if (MeanGbps(jobs[j]->profile) <= 0) continue;
-    for (const auto& [link, share] : candidate.links.at(jobs[j]->id)) {
-      if (share > 0) on_link[link_index_.at(link)].emplace_back(j, share);
+  // The links the candidate's own jobs load: link -> (request job index,
+  // share), ascending.
+  std::map<size_t, std::vector<std::pair<size_t, double>>> own_on_link;
+  for (size_t j : own_ids) {
+    const Job& job = request_.jobs[j];
+    if (MeanGbps(job.profile) <= 0) continue;
+    for (const auto& [link, share] : candidate.links.at(job.id)) {
+      if (share > 0) own_on_link[link_index_.at(link)].emplace_back(j, share);
     }
   }
+  // The contended links in request order: those the running jobs contend on
+  // alone (solved once per request) and those the candidate's jobs load.
   std::vector<ContendedLink> contended;
   std::vector<std::vector<size_t>> link_jobs;
-  for (size_t l = 0; l < on_link.size(); ++l) {
-    if (on_link[l].size() < 2) continue;
+  auto running_at = running_contended_.begin();
+  auto own_at = own_on_link.begin();
+  std::vector<std::pair<size_t, double>> on_link;
+  while (running_at != running_contended_.end() || own_at != own_on_link.end()) {
+    size_t l;
+    bool running_only = false;
+    on_link.clear();
+    if (own_at == own_on_link.end() || (running_at != running_contended_.end() && *running_at < own_at->first)) {
+      l = *running_at++;
+      on_link = running_on_link_[l];
+      running_only = true;
+    } else {
+      l = own_at->first;
+      if (running_at != running_contended_.end() && *running_at == l) ++running_at;
+      const std::vector<std::pair<size_t, double>>& theirs = running_on_link_[l];
+      std::merge(theirs.begin(), theirs.end(), own_at->second.begin(), own_at->second.end(),
+                 std::back_inserter(on_link));
+      ++own_at;
+      if (on_link.size() < 2) continue;
+    }
     ContendedLink cl;
     cl.link = l;
     std::vector<const Job*> link_job_ptrs;
-    for (const auto& [j, share] : on_link[l]) {
-      cl.jobs.push_back(j);
+    for (const auto& [j, share] : on_link) {
+      cl.jobs.push_back(local_of_[j]);
       cl.shares.push_back(share);
-      link_job_ptrs.push_back(jobs[j]);
+      link_job_ptrs.push_back(&request_.jobs[j]);
     }
     if (OutOfTime()) return absl::ResourceExhaustedError("deadline_ms: the request ran out of time");
     absl::StatusOr<std::shared_ptr<const LinkSolve>> solve =
-        SolveAlone(request_.links[l], link_job_ptrs, cl.shares);
+        running_only ? SolveRunningLink(l) : SolveAlone(request_.links[l], link_job_ptrs, cl.shares);
     if (!solve.ok()) return solve.status();
     cl.solve = *std::move(solve);
+    cl.running_only = running_only;
     link_jobs.push_back(cl.jobs);
     contended.push_back(std::move(cl));
   }
@@ -231,6 +340,24 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
           shifts);
     } else {
       out.cycle |= component.has_cycle();
+      // A component of running-only links is the same in every candidate
+      // that leaves it alone (same jobs, links, shares and pins): its joint
+      // solve is done once per request.
+      std::vector<size_t> running_key;
+      for (size_t l : component.links) {
+        if (!contended[l].running_only) {
+          running_key.clear();
+          break;
+        }
+        running_key.push_back(contended[l].link);
+      }
+      if (!running_key.empty()) {
+        if (auto it = running_components_.find(running_key); it != running_components_.end()) {
+          for (const auto& [job, shift] : it->second.shifts) shifts[local_of_[job]] = shift;
+          out.exact &= it->second.optimal;
+          continue;
+        }
+      }
       if (joint_links.empty()) {
         for (const ContendedLink& cl : contended) joint_links.push_back(cl.AsJoint());
         for (const Job* job : jobs) joint_jobs.push_back({job->profile.period_us, job->pinned_shift_us});
@@ -243,6 +370,11 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
       if (joint.stopped) return absl::ResourceExhaustedError("deadline_ms: the request ran out of time");
       // Proven only when every link of the component reached its own optimum.
       out.exact &= joint.optimal;
+      if (!running_key.empty()) {
+        RunningComponent& solved = running_components_[std::move(running_key)];
+        solved.optimal = joint.optimal;
+        for (size_t j : component.jobs) solved.shifts.emplace_back(job_ids[j], shifts[j]);
+      }
     }
   }
 
@@ -264,10 +396,17 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
       r.rounding_error_us[jobs[cl.jobs[p]]->id] = cl.solve->circle.jobs[p].rounding_error_us;
     }
     // A rotation of the link's own optimum (always so on tree components)
-    // scores the same: no need to sum the circle again.
-    r.score = SameUpToRotation(cl.solve->circle, s, cl.solve->solution.shifts)
-                  ? cl.solve->solution.score
-                  : LinkScore(cl.solve->circle, link.capacity_gbps, s);
+    // scores the same: no need to sum the circle again. Nor for the shifts
+    // the last candidate gave this solve (a running-only link keeps them in
+    // every candidate that leaves its component alone).
+    auto [last, fresh] = scored_.try_emplace(cl.solve.get());
+    if (fresh || last->second.first != s) {
+      last->second.second = SameUpToRotation(cl.solve->circle, s, cl.solve->solution.shifts)
+                                ? cl.solve->solution.score
+                                : LinkScore(cl.solve->circle, link.capacity_gbps, s);
+      last->second.first = std::move(s);
+    }
+    r.score = last->second.second;
     out.exact &= r.exact;
     sum += r.score;
     out.min_link_score = std::min(out.min_link_score, r.score);
@@ -291,6 +430,15 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 }
 
 }  // namespace
+
+void MoveRunningIntoCandidates(RankRequest& request) {
+  if (request.running.empty()) return;
+  for (Candidate& c : request.candidates) {
+    c.links.insert(request.running.links.begin(), request.running.links.end());
+    c.servers.insert(request.running.servers.begin(), request.running.servers.end());
+  }
+  request.running = {};
+}
 
 absl::Status ValidateRankRequest(const RankRequest& request) {
   std::set<std::string> seen;
@@ -337,6 +485,34 @@ absl::Status ValidateRankRequest(const RankRequest& request) {
         }
       }
     }
+    // The merge rule: a job is running (request.running) or placed by the
+    // candidate, never both.
+    if (request.running.empty()) continue;
+    auto running = [&](const std::string& job) { return request.running.links.contains(job) ||
+                                                       request.running.servers.contains(job); };
+    auto both = [&](const char* form, const std::string& job) {
+      return Invalid(absl::StrCat(field, ".", form, ".", job),
+                     absl::StrCat("job '", job, "' is also in running (a job is either running or placed by a candidate)"));
+    };
+    for (const auto& [job, unused] : candidate.links) {
+      if (running(job)) return both("links", job);
+    }
+    for (const auto& [job, unused] : candidate.servers) {
+      if (running(job)) return both("servers", job);
+    }
+  }
+  for (const auto& [job, job_links] : request.running.links) {
+    for (const auto& [link, share] : job_links) {
+      if (!std::isfinite(share) || share < 0 || share > 1) {
+        return Invalid(absl::StrCat("running.links.", job, ".", link), absl::StrCat("share must be in 0..1, got ", share));
+      }
+    }
+    if (request.running.servers.contains(job)) {
+      return Invalid(absl::StrCat("running.servers.", job), absl::StrCat("job '", job, "' is also in running.links"));
+    }
+  }
+  for (const auto& [job, servers] : request.running.servers) {
+    if (servers.empty()) return Invalid(absl::StrCat("running.servers.", job), "must be a non-empty list of server ids");
   }
   const RankOptions& o = request.options;
   if (o.circle.quantum_us == 0) return Invalid("options.quantum_us", "must be > 0");
@@ -408,19 +584,23 @@ absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limit
                                                                                 o.circle.quantum_us) / q);
   }
   // Links by index (the request's links first, then names only candidates
-  // give, which Rank rejects): one lookup per share and no allocation per
-  // candidate, since every candidate of a scheduler's request repeats the
-  // running jobs' shares.
+  // or running give, which Rank rejects): one lookup per share and no
+  // allocation per candidate.
   std::unordered_map<std::string_view, size_t> link_index;
   link_index.reserve(request.links.size());
   for (size_t l = 0; l < request.links.size(); ++l) link_index.emplace(request.links[l].id, link_index.size());
   std::vector<std::string_view> link_name;
   for (const Link& link : request.links) link_name.push_back(link.id);
+  // The running part's bins and jobs per link, counted once; then each
+  // candidate's own on top of them.
+  std::vector<absl::uint128> running_bins(link_name.size());
+  std::vector<uint32_t> running_jobs(link_name.size());
   std::vector<absl::uint128> link_bins(link_name.size());
   std::vector<uint32_t> link_jobs(link_name.size());
   std::vector<size_t> touched;  // this candidate's links, in first-seen order
-  for (size_t c = 0; c < request.candidates.size(); ++c) {
-    for (const auto& [job, job_links] : request.candidates[c].links) {
+  auto add = [&](const std::map<std::string, std::map<std::string, double>>& shares,
+                 std::vector<absl::uint128>& bins_of, std::vector<uint32_t>& jobs_of) {
+    for (const auto& [job, job_links] : shares) {
       auto it = pattern_bins.find(job);
       if (it == pattern_bins.end()) continue;  // Rank rejects the candidate
       for (const auto& [link, share] : job_links) {
@@ -429,22 +609,36 @@ absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limit
         if (at == link_index.end()) {
           at = link_index.emplace(link, link_name.size()).first;
           link_name.push_back(link);
-          link_bins.push_back(0);
-          link_jobs.push_back(0);
+          for (auto* v : {&running_bins, &link_bins}) v->push_back(0);
+          for (auto* v : {&running_jobs, &link_jobs}) v->push_back(0);
         }
         const size_t l = at->second;
-        if (link_jobs[l] == 0) touched.push_back(l);
-        link_bins[l] += absl::uint128(o.circle.max_bins) + it->second;
-        ++link_jobs[l];
+        if (jobs_of[l] == 0) touched.push_back(l);
+        bins_of[l] += absl::uint128(o.circle.max_bins) + it->second;
+        ++jobs_of[l];
       }
     }
+  };
+  auto exceeds = [&](const std::string& where, size_t l, absl::uint128 bins, uint32_t jobs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        where, " (link '", std::string(link_name[l]), "'): up to ",
+        static_cast<uint64_t>(std::min(bins, absl::uint128(std::numeric_limits<uint64_t>::max()))), " bins for ",
+        jobs, " jobs exceed the limit max_link_bins (", limits.max_link_bins, ")"));
+  };
+  add(request.running.links, running_bins, running_jobs);
+  for (size_t l : touched) {
+    if (running_jobs[l] >= 2 && running_bins[l] > limits.max_link_bins) {
+      return exceeds("running.links", l, running_bins[l], running_jobs[l]);
+    }
+  }
+  touched.clear();
+  for (size_t c = 0; c < request.candidates.size(); ++c) {
+    add(request.candidates[c].links, link_bins, link_jobs);
     for (size_t l : touched) {
-      const absl::uint128 bins = link_bins[l];
-      if (link_jobs[l] >= 2 && bins > limits.max_link_bins) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "candidates[", c, "].links (link '", std::string(link_name[l]), "'): up to ", static_cast<uint64_t>(std::min(
-                bins, absl::uint128(std::numeric_limits<uint64_t>::max()))),
-            " bins for ", link_jobs[l], " jobs exceed the limit max_link_bins (", limits.max_link_bins, ")"));
+      const absl::uint128 bins = link_bins[l] + running_bins[l];
+      const uint32_t jobs = link_jobs[l] + running_jobs[l];
+      if (jobs >= 2 && bins > limits.max_link_bins) {
+        return exceeds(absl::StrCat("candidates[", c, "].links"), l, bins, jobs);
       }
       link_bins[l] = 0;
       link_jobs[l] = 0;
@@ -484,6 +678,12 @@ Ranking Rank(const RankRequest& request) { return *RankUntil(request, nullptr); 
 absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits& limits,
                                    const std::function<absl::Time()>& now) {
   if (absl::Status s = CheckRankLimits(request, limits); !s.ok()) return s;
+  return RankWithinDeadline(request, limits, now);
+}
+
+absl::StatusOr<Ranking> RankWithinDeadline(const RankRequest& request, const RankLimits& limits,
+                                           const std::function<absl::Time()>& now) {
+  if (limits.deadline_ms == 0) return absl::InvalidArgumentError("limits.deadline_ms: must be > 0");
   const uint64_t ms = std::min<uint64_t>(limits.deadline_ms, uint64_t{1} << 40);
   const absl::Time deadline = now() + absl::Milliseconds(static_cast<int64_t>(ms));
   std::optional<Ranking> ranking = RankUntil(request, [&] { return now() >= deadline; });

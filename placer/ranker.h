@@ -52,6 +52,18 @@ struct Candidate {
   std::map<std::string, std::vector<std::string>> servers;
 };
 
+// The placement of the jobs already running, given once per request and
+// common to every candidate (the same two forms as a Candidate). Each
+// candidate is ranked as if it named these jobs itself: a candidate names only
+// the jobs it places. A job is either here or in candidates, never both
+// (ValidateRankRequest: InvalidArgument naming the candidate's field).
+struct RunningPlacement {
+  std::map<std::string, std::map<std::string, double>> links;
+  std::map<std::string, std::vector<std::string>> servers;
+
+  bool empty() const { return links.empty() && servers.empty(); }
+};
+
 struct RankOptions {
   CircleOptions circle;        // quantum_us (default 1000), max_bins (default 65536)
   ShiftSolverOptions solver;   // exact search budget, restarts, seed
@@ -87,6 +99,7 @@ struct RankRequest {
   std::vector<Link> links;
   std::vector<Job> jobs;
   std::vector<Candidate> candidates;  // in the host scheduler's order of preference
+  RunningPlacement running;           // common to every candidate (empty: none)
   RankOptions options;
 };
 
@@ -124,16 +137,26 @@ struct Ranking {
   std::vector<RejectedCandidate> rejected;
 };
 
+// The long form of `request`: its running part copied into every candidate
+// and cleared (a job a candidate names itself keeps the candidate's entry).
+// It ranks the same as the request (for a request ValidateRankRequest
+// accepted); for readers that look a job up in its candidate, and for
+// `phasor rank` inputs older than the running part.
+void MoveRunningIntoCandidates(RankRequest& request);
+
 // Checks what makes the whole request unusable (InvalidArgument naming the
 // field, e.g. "links[2].capacity_gbps: must be > 0"): ids, capacities,
-// profiles, pinned shifts, shares, options. Unknown job or link names in a
-// candidate are not errors here: Rank() rejects that candidate alone.
+// profiles, pinned shifts, shares, options, and a job named both in running
+// and in a candidate ("candidates[1].servers.j: job 'j' is also in running")
+// or in both forms of running. Unknown job or link names in a candidate or in
+// running are not errors here: Rank() rejects the candidates they concern.
 absl::Status ValidateRankRequest(const RankRequest& request);
 
 // Checks `request` against `limits` without allocating in proportion to what
 // it asks for: ResourceExhausted naming the limit ("candidates: 20000 exceed
 // the limit max_candidates (10000)"). Requires a request ValidateRankRequest
-// accepted.
+// accepted. The running part counts once: a link's bins are its running
+// jobs' plus, per candidate, the candidate's own jobs' on it.
 absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limits);
 
 // Ranks a request that ValidateRankRequest accepted, with no limits (trusted
@@ -148,6 +171,11 @@ Ranking Rank(const RankRequest& request);
 // for tests).
 absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits& limits,
                                    const std::function<absl::Time()>& now = absl::Now);
+
+// RankWithin for a request CheckRankLimits already accepted with `limits`
+// (phasord checks before it queues a request): the deadline only.
+absl::StatusOr<Ranking> RankWithinDeadline(const RankRequest& request, const RankLimits& limits,
+                                           const std::function<absl::Time()>& now = absl::Now);
 
 }  // namespace phasor::placer
 

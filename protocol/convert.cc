@@ -61,6 +61,17 @@ v1::RankRequest ToProto(const placer::RankRequest& request) {
       for (const std::string& s : servers) list.add_servers(s);
     }
   }
+  if (!request.running.empty()) {
+    v1::RunningPlacement* running = out.mutable_running();
+    for (const auto& [job, shares] : request.running.links) {
+      auto& m = *(*running->mutable_links())[job].mutable_shares();
+      for (const auto& [link, share] : shares) m[link] = share;
+    }
+    for (const auto& [job, servers] : request.running.servers) {
+      v1::ServerList& list = (*running->mutable_servers())[job];
+      for (const std::string& s : servers) list.add_servers(s);
+    }
+  }
   const placer::RankOptions& o = request.options;
   v1::RankOptions* opts = out.mutable_options();
   opts->set_quantum_us(o.circle.quantum_us);
@@ -109,6 +120,13 @@ absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
       c.servers[job].assign(servers.servers().begin(), servers.servers().end());
     }
     out.candidates.push_back(std::move(c));
+  }
+  for (const auto& [job, shares] : request.running().links()) {
+    auto& m = out.running.links[job];
+    for (const auto& [link, share] : shares.shares()) m[link] = share;
+  }
+  for (const auto& [job, servers] : request.running().servers()) {
+    out.running.servers[job].assign(servers.servers().begin(), servers.servers().end());
   }
   const v1::RankOptions& o = request.options();
   placer::RankOptions& opts = out.options;

@@ -63,7 +63,10 @@ void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranki
       // Redraw the circle: load with every job started together, then shifted.
       std::vector<placer::LinkDemand> demands;
       for (const std::string& job : l.jobs) {
-        demands.push_back({&jobs.at(job)->profile, cand.links.at(job).at(l.id)});
+        // The job's shares: the candidate's, or the running part's.
+        const auto own = cand.links.find(job);
+        const auto& shares = own != cand.links.end() ? own->second : request.running.links.at(job);
+        demands.push_back({&jobs.at(job)->profile, shares.at(l.id)});
       }
       auto circle = placer::BuildUnifiedCircle(demands, request.options.circle);
       if (!circle.ok()) continue;

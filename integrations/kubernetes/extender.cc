@@ -293,10 +293,12 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
   if (!running.ok()) return running.status();
   placer::Job new_job{job.key, profile->value_or(placer::TrafficProfile{}), std::nullopt};
   plan.request.jobs.push_back(new_job);
+  // The running jobs' shares go once, in the request's running part; each
+  // candidate names the new job's servers only.
+  plan.request.running.links = *std::move(running);
   for (size_t i = 0; i < proposals.size(); ++i) {
     placer::Candidate c;
     c.id = absl::StrCat("c", i);
-    c.links = *running;
     c.servers[job.key] = proposals[i];
     plan.request.candidates.push_back(std::move(c));
   }
@@ -306,6 +308,7 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
       if (j.id() == job.key) j.clear_profile();
     }
   }
+  const uint64_t rank_request_bytes = wire.ByteSizeLong();
   absl::StatusOr<v1::RankReply> reply = client_->Rank(std::move(wire));
   if (!reply.ok()) return reply.status();
   if (reply->ranked_size() == 0) {
@@ -315,6 +318,10 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
   }
   plan.ranking_id = reply->ranking_id();
   plan.candidate = reply->ranked(0).candidate();
+  // The plan keeps the long form (`phasor rank` input, the re-rank of a
+  // commit): every candidate with the running jobs' shares, as ranked.
+  plan.rank_request_bytes = rank_request_bytes;
+  placer::MoveRunningIntoCandidates(plan.request);
   for (const placer::Candidate& c : plan.request.candidates) {
     if (c.id != plan.candidate) continue;
     for (const std::string& s : c.servers.at(job.key)) plan.nodes.push_back(node_by_server_[s]);

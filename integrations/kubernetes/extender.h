@@ -96,9 +96,9 @@ struct ExtenderOptions {
   placer::RankOptions rank;
   // Candidates proposed per plan (default 8, as the Slurm integration's;
   // phasord's limit is 256): the packings from the first leaves, and the
-  // spread in the last slot. A planning call's cost grows with it, since
-  // every candidate carries the running jobs' link shares (about 3-4 ms of
-  // CPU per candidate with 20 running jobs at 1,000 nodes: docs/kubernetes.md).
+  // spread in the last slot. The running jobs' link shares go once per
+  // request (RankRequest.running), so a candidate costs only the new job's
+  // links (docs/kubernetes.md, benchmark).
   uint32_t max_candidates = 8;
   // Filter drops nodes outside the job's plan (default off: only prioritize steers).
   bool filter_to_plan = false;
@@ -125,7 +125,11 @@ struct JobPlan {
   std::vector<std::string> nodes;            // node names, the ring's order
   std::map<std::string, std::string> bound;  // pod uid (or namespace/name) -> node
   int64_t created_ms = 0;
-  placer::RankRequest request;  // as sent to phasord (server form)
+  // The request as ranked (server form), in the long form `phasor rank`
+  // takes: every candidate carries the running jobs' link shares. phasord got
+  // them once, in RankRequest.running (the same ranking).
+  placer::RankRequest request;
+  uint64_t rank_request_bytes = 0;  // the RankRequest's size on the wire
 };
 
 struct ExtenderStats {
@@ -183,8 +187,8 @@ class Extender {
   // nullopt: neither annotation, phasord's probe profile of the job is used.
   absl::StatusOr<std::optional<placer::TrafficProfile>> ProfileOf(const Pod& pod, const PodJob& job,
                                                                  uint32_t server_gpus) const;
-  // Adds phasord's running jobs (pinned) to `request`; returns the link
-  // shares each candidate must carry for them.
+  // Adds phasord's running jobs (pinned) to `request`; returns their link
+  // shares (the request's running part, common to every candidate).
   absl::StatusOr<std::map<std::string, std::map<std::string, double>>> AddRunningJobs(
       placer::RankRequest& request, const std::string& new_job);
   void Commit(JobPlan& plan);

@@ -38,7 +38,9 @@ absl::StatusOr<placer::TrafficProfile> ProfileFromJson(const json& doc, const st
 
 }  // namespace
 
-std::string RankRequestToServerJson(const placer::RankRequest& request) {
+std::string RankRequestToServerJson(const placer::RankRequest& running_once) {
+  placer::RankRequest request = running_once;
+  placer::MoveRunningIntoCandidates(request);
   ordered_json doc;
   doc["links"] = ordered_json::array();
   for (const placer::Link& l : request.links) doc["links"].push_back({{"id", l.id}, {"capacity_gbps", l.capacity_gbps}});
@@ -209,10 +211,11 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
   std::map<std::string, std::vector<std::string>> running;
   AddRunningJobs(request, running);
   request.jobs.push_back({self, *profile, std::nullopt});
+  // The running jobs' servers go once (routed once), common to every candidate.
+  request.running.servers = std::move(running);
   for (size_t i = 0; i < sets->size(); ++i) {
     placer::Candidate c;
     c.id = absl::StrCat("c", i);
-    c.servers = running;
     c.servers[self] = (*sets)[i].nodes;
     request.candidates.push_back(std::move(c));
   }
@@ -262,7 +265,7 @@ absl::Status SlurmController::Start(const std::string& token, const std::string&
   request.jobs.push_back({job_id, pending->second.profile, std::nullopt});
   placer::Candidate c;
   c.id = "slurm-" + job_id;
-  c.servers = running;
+  request.running.servers = std::move(running);
   c.servers[job_id] = where;
   request.candidates.push_back(c);
   std::string unrouted;

@@ -175,7 +175,8 @@ class SlurmController {
 };
 
 // The `phasor rank` JSON of a server-form request (links, jobs with profile
-// and pinned shift, candidates with servers).
+// and pinned shift, candidates with servers). The running part is written
+// into every candidate (the long form, which `phasor rank` ranks the same).
 std::string RankRequestToServerJson(const placer::RankRequest& request);
 
 }  // namespace phasor::slurm

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/solver_pool.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "placer/ranker.h"
@@ -308,6 +309,57 @@ TEST_F(ServiceTest, SnapshotNamesTheServersOfACommitAndItsPlacementVersion) {
   EXPECT_EQ(CommittedServers(*snap), (Servers{{"b", {"s2"}}}));
   ASSERT_TRUE(service->Commit(commit).ok());  // the ranking was stored too
   EXPECT_EQ(service->GetSnapshot({})->placement_version(), 4u);
+}
+
+// The running part once (RankRequest.running, server form) ranks as the same
+// servers in every candidate, and a commit records the running job's servers
+// and links from it.
+TEST_F(ServiceTest, RunningPartRanksAsTheLongFormAndCommitsItsJobs) {
+  options_.topology_path = dir_ + "/fabric.yaml";
+  std::ofstream(options_.topology_path) << kThreeServers;
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  const v1::RankRequest long_form = ServerFormRequest();
+  v1::RankRequest once = long_form;
+  // b runs on s2, s3; the candidates name a only.
+  (*once.mutable_running()->mutable_servers())["b"].add_servers("s2");
+  (*once.mutable_running()->mutable_servers())["b"].add_servers("s3");
+  for (v1::Candidate& c : *once.mutable_candidates()) c.mutable_servers()->erase("b");
+  v1::RankRequest every = once;
+  every.clear_running();
+  for (v1::Candidate& c : *every.mutable_candidates()) (*c.mutable_servers())["b"] = once.running().servers().at("b");
+
+  absl::StatusOr<v1::RankReply> a = service->Rank(once);
+  absl::StatusOr<v1::RankReply> b = service->Rank(every);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(a->ranked_size(), 2);
+  for (v1::RankReply* r : {&*a, &*b}) {
+    r->clear_ranking_id();
+    r->clear_solve_seconds();
+  }
+  // Equal field by field (maps serialise in no fixed order).
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*a, *b)) << a->DebugString() << b->DebugString();
+
+  // The merge rule: a job both running and in a candidate.
+  v1::RankRequest both = once;
+  (*both.mutable_candidates(1)->mutable_servers())["b"].add_servers("s1");
+  EXPECT_EQ(service->Rank(both).status(),
+            absl::InvalidArgumentError(
+                "candidates[1].links.b: job 'b' is also in running (a job is either running or placed by a candidate)"));
+
+  absl::StatusOr<v1::RankReply> ranked = service->Rank(once);
+  ASSERT_TRUE(ranked.ok());
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(ranked->ranking_id());
+  commit.set_candidate("apart");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  absl::StatusOr<v1::Snapshot> snap = service->GetSnapshot({});
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  using Servers = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(CommittedServers(*snap), (Servers{{"a", {"s1", "s2"}}, {"b", {"s2", "s3"}}}));
+  ASSERT_EQ(snap->placement().candidates(0).links().count("b"), 1u);
+  EXPECT_EQ(snap->placement().candidates(0).links().at("b").shares().at("s3->leaf1"), 1.0);
 }
 
 TEST_F(ServiceTest, LinkFormCommitsHaveNoServers) {

@@ -221,6 +221,26 @@ TEST(ConvertTest, RankRequestRoundTripIsExact) {
   EXPECT_EQ(out->options.joint.max_sweeps, 5u);
 }
 
+TEST(ConvertTest, RunningPartRoundTripsAndIsAbsentWhenEmpty) {
+  placer::RankRequest in = SampleRequest();
+  // No running part: the wire has none (old requests serialise as before).
+  EXPECT_FALSE(ToProto(in).has_running());
+  in.candidates[0].links.erase("b");
+  in.running.links["b"] = {{"tor1-up", 0.5}, {"tor2-up", 0.25}};
+  in.running.servers["c"] = {"s3", "s4"};
+  const v1::RankRequest wire = ToProto(in);
+  ASSERT_TRUE(wire.has_running());
+  EXPECT_EQ(wire.running().links().at("b").shares().at("tor2-up"), 0.25);
+  EXPECT_EQ(wire.running().servers().at("c").servers_size(), 2);
+  v1::RankRequest reparsed;
+  ASSERT_TRUE(reparsed.ParseFromString(wire.SerializeAsString()));
+  absl::StatusOr<placer::RankRequest> out = FromProto(reparsed);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->running.links, in.running.links);
+  EXPECT_EQ(out->running.servers, in.running.servers);
+  EXPECT_EQ(out->candidates[0].links, in.candidates[0].links);
+}
+
 TEST(ConvertTest, UnsetOptionsKeepPlacerDefaults) {
   v1::RankRequest wire;
   absl::StatusOr<placer::RankRequest> out = FromProto(wire);
