@@ -27,6 +27,20 @@ absl::Status ValidateRankingPolicyOptions(const RankingPolicyOptions& options) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A job's link shares: the candidate's own, or the request's running part's
+// (a job is in one or the other, ValidateRankRequest); nullptr when neither.
+const std::map<std::string, double>* JobShares(const RankRequest& request, const Candidate& candidate,
+                                               const std::string& job) {
+  auto own = candidate.links.find(job);
+  if (own != candidate.links.end()) return &own->second;
+  auto running = request.running.links.find(job);
+  return running != request.running.links.end() ? &running->second : nullptr;
+}
+
+}  // namespace
+
 double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link) {
   if (!(link.capacity_gbps > 0)) return 0;
   double load = 0;
@@ -35,10 +49,10 @@ double LinkHeadroom(const RankRequest& request, const Candidate& candidate, cons
     for (const Job& j : request.jobs) {
       if (j.id == job) spec = &j;
     }
-    auto links = candidate.links.find(job);
-    if (spec == nullptr || links == candidate.links.end()) continue;
-    auto share = links->second.find(link.id);
-    if (share == links->second.end()) continue;
+    const std::map<std::string, double>* links = JobShares(request, candidate, job);
+    if (spec == nullptr || links == nullptr) continue;
+    auto share = links->find(link.id);
+    if (share == links->end()) continue;
     load += MeanGbps(spec->profile) * share->second;
   }
   return 1 - load / link.capacity_gbps;
@@ -96,10 +110,10 @@ double RandomPhaseScore(const RankRequest& request, const Candidate& candidate, 
     for (const Job& j : request.jobs) {
       if (j.id == job) spec = &j;
     }
-    auto links = candidate.links.find(job);
-    if (spec == nullptr || links == candidate.links.end()) continue;
-    auto share = links->second.find(link.id);
-    if (share == links->second.end()) continue;
+    const std::map<std::string, double>* links = JobShares(request, candidate, job);
+    if (spec == nullptr || links == nullptr) continue;
+    auto share = links->find(link.id);
+    if (share == links->end()) continue;
     load = Convolve(load, DemandDistribution(spec->profile, share->second));
   }
   double excess = 0;

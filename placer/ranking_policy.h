@@ -101,19 +101,21 @@ struct PolicyDecision {
 
 // The fraction of `link`'s capacity-time left free by its jobs' Up phases
 // over one period of each: 1 - sum_j (mean rate_j x share_j) / capacity,
-// with the shares of `candidate` (link form). Shares of jobs not in
-// `request.jobs` count as 0.
+// with the shares of `candidate` (link form) and, for the jobs it does not
+// name, of `request.running`. Shares of jobs not in `request.jobs` count as 0.
 double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link);
 
 // The expected score of `link` (a contended link of `candidate`, link form)
 // when its jobs' phases are independent and uniformly random: 1 - E[max(0,
 // sum_j X_j - C)] / C, X_j the demand of job j (profile x share) at a random
 // instant of its period. Exact (a convolution of the jobs' demand
-// distributions) up to 4096 distinct load values, binned beyond. Jobs or
-// shares missing from the request count as no demand.
+// distributions) up to 4096 distinct load values, binned beyond. Shares come
+// from the candidate or, for the jobs it does not name, `request.running`;
+// jobs or shares missing from the request count as no demand.
 double RandomPhaseScore(const RankRequest& request, const Candidate& candidate, const LinkResult& link);
 
-// The (job, link) entries of a candidate in link form with a share > 0.
+// The (job, link) entries of a candidate in link form with a share > 0 (the
+// request's running part is common to every candidate and not counted).
 size_t Footprint(const Candidate& candidate);
 
 // Reorders `ranking` (from Rank(request)) by the policy and says what it did.

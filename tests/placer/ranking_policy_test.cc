@@ -65,6 +65,21 @@ TEST(RankingPolicyTest, LinkHeadroomIsTheCapacityTimeLeftByTheUpPhases) {
   EXPECT_DOUBLE_EQ(LinkHeadroom(r, r.candidates[2], Ranked("tight", 1, {"l1"}).links[0]), 1 - 20.0 / 22);
 }
 
+TEST(RankingPolicyTest, LinkHeadroomAndRandomPhaseScoreCountTheRunningPart) {
+  // j1 runs on l0 (the request's running part); the candidate places j0 on l0
+  // only: the link still carries both jobs' mean 10 Gbit/s.
+  RankRequest r = Request();
+  r.running.links = {{"j1", {{"l0", 1}}}};
+  const Candidate placed{.id = "j0-on-l0", .links = {{"j0", {{"l0", 1}}}}, .servers = {}};
+  const LinkResult l0 = Ranked("j0-on-l0", 1, {"l0"}).links[0];
+  EXPECT_DOUBLE_EQ(LinkHeadroom(r, placed, l0), 1 - 20.0 / 50);
+  EXPECT_DOUBLE_EQ(LinkHeadroom(r, placed, l0), LinkHeadroom(Request(), Request().candidates[0], l0));
+  EXPECT_DOUBLE_EQ(RandomPhaseScore(r, placed, l0), RandomPhaseScore(Request(), Request().candidates[0], l0));
+  // Without the running part the same candidate leaves j1 out: 1 - 10/50.
+  r.running.links.clear();
+  EXPECT_DOUBLE_EQ(LinkHeadroom(r, placed, l0), 1 - 10.0 / 50);
+}
+
 TEST(RankingPolicyTest, TheHostsFirstStandsUnlessBeatenByTheMargin) {
   const RankRequest request = Request();
   Ranking ranking;
