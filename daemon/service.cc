@@ -386,7 +386,7 @@ absl::StatusOr<v1::Snapshot> Service::GetSnapshot(const v1::GetSnapshot& req) co
     if (servers.servers_size() > 0) (*committed.mutable_servers())[p.job] = std::move(servers);
     std::optional<placer::TrafficProfile> profile;
     if (auto it = job_profiles_.find(p.job); it != job_profiles_.end()) {
-      profile = IterationFrame(protocol::ProfileFromUpdate(it->second));
+      profile = protocol::ProfileFromUpdate(it->second);
     } else if (auto r = request_profiles_.find(p.job); r != request_profiles_.end()) {
       profile = r->second;
     }
