@@ -118,6 +118,7 @@ absl::Status Service::Restore() {
       bad.push_back({"committed_profiles", job, absl::StrCat("profile: ", s.message())});
       continue;
     }
+    up_start_us_[job] = UpStartUs(p);
     request_profiles_[job] = std::move(p);
   }
   for (const auto& [link, capacity] : committed->capacities_gbps) {
@@ -163,7 +164,7 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
       protocol::FromProto(req, [this](const std::string& job) -> std::optional<placer::TrafficProfile> {
         auto it = job_profiles_.find(job);
         if (it == job_profiles_.end()) return std::nullopt;
-        return protocol::ProfileFromUpdate(it->second);
+        return IterationFrame(protocol::ProfileFromUpdate(it->second));  // the agent's frame
       });
   if (!request.ok()) return request.status();
   PreparedRanking prepared;
@@ -350,6 +351,12 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
       inputs.profiles[job.id()] = job.profile().SerializeAsString();
     }
   }
+  // Where each committed job's Up phase starts after its slot (the profile
+  // it was ranked with, in the iteration frame), for the closed loop.
+  std::map<std::string, uint32_t> up_start_us;
+  for (const v1::Job& job : candidates.jobs()) {
+    if (committed_jobs.contains(job.id())) up_start_us[job.id()] = UpStartUs(protocol::FromProto(job.profile()));
+  }
   for (const v1::Link& link : candidates.links()) {
     if (loaded_links.contains(link.id())) inputs.capacities_gbps[link.id()] = link.capacity_gbps();
   }
@@ -360,6 +367,7 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
   if (!placements.empty()) ++placement_version_;
   v1::CommitReply reply;
   reply.set_request_id(req.request_id());
+  for (const auto& [job, lead] : up_start_us) up_start_us_[job] = lead;
   for (const StoredOffset& o : offsets) {
     if (offsets_.count(o.job) == 0) ++placements_;
     offsets_[o.job] = o;
@@ -481,7 +489,12 @@ absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
     auto it = offsets_.find(update.subject());
     if (update.has_t0_epoch_us() && it != offsets_.end() && it->second.period_us > 0) {
       const StoredOffset& o = it->second;
-      const int64_t error = PhaseErrorUs(o.origin_epoch_us, o.period_us, o.shift_us, update.t0_epoch_us());
+      // The probe's t0 is the start of an Up phase; the slot is the start of
+      // an iteration: compare t0 with the slot plus the job's Up start.
+      auto lead = up_start_us_.find(o.job);
+      const uint32_t up_shift = static_cast<uint32_t>(
+          (uint64_t{o.shift_us} + (lead != up_start_us_.end() ? lead->second : 0)) % o.period_us);
+      const int64_t error = PhaseErrorUs(o.origin_epoch_us, o.period_us, up_shift, update.t0_epoch_us());
       metrics_->Set("phasord_phase_error_us", {{"job", o.job}}, static_cast<double>(error));
       if (realign_.ShouldRealign(o.job, error, now)) {
         metrics_->Increment("phasord_realignments_total", {{"job", o.job}});
@@ -517,6 +530,7 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
   for (const std::string& job : *released) {
     if (offsets_.erase(job) > 0 && placements_ > 0) --placements_;
     request_profiles_.erase(job);
+    up_start_us_.erase(job);
     realign_.Forget(job);
     reply.add_released(job);
   }

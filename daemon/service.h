@@ -130,6 +130,9 @@ class Service {
   std::map<std::string, double> link_capacity_gbps_;
   // The profiles RankRequests gave inline (the latest per job), for GetSnapshot.
   std::map<std::string, placer::TrafficProfile> request_profiles_;
+  // Per committed job, where its Up phase starts after its slot (UpStartUs of
+  // the profile it was committed with; closed_loop.h).
+  std::map<std::string, uint32_t> up_start_us_;
   size_t placements_ = 0;
   uint64_t placement_version_ = 0;  // as stored (StateStore::PlacementVersion)
 };

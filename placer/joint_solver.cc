@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <memory>
 
 #include "placer/scratch.h"
@@ -41,6 +42,41 @@ namespace {
 // t_j^l: job j's shift in us in link l's own optimum.
 int64_t LinkShiftUs(const JointLink& link, size_t j) {
   return int64_t{link.solution->shifts[link.PositionOf(j)]} * link.circle->quantum_us;
+}
+
+// The middle of the longest circular run of consecutive `tries` (every shift
+// of the job, in order) at which `optimal` holds; on a tie the run holding
+// `best`. `best` when every shift is optimal or none is.
+int64_t CentredShift(const std::vector<int64_t>& tries, int64_t best, const std::function<bool(int64_t)>& optimal) {
+  const size_t n = tries.size();
+  std::vector<char> ok(n);
+  size_t first_bad = n;
+  for (size_t i = 0; i < n; ++i) {
+    ok[i] = optimal(tries[i]);
+    if (!ok[i] && first_bad == n) first_bad = i;
+  }
+  if (first_bad == n) return best;
+  size_t best_start = 0, best_len = 0;
+  bool best_holds = false;
+  for (size_t k = 1; k <= n;) {
+    if (!ok[(first_bad + k) % n]) {
+      ++k;
+      continue;
+    }
+    size_t len = 0;
+    bool holds = false;
+    while (k + len <= n && ok[(first_bad + k + len) % n]) {
+      holds |= tries[(first_bad + k + len) % n] == best;
+      ++len;
+    }
+    if (len > best_len || (len == best_len && holds && !best_holds)) {
+      best_start = (first_bad + k) % n;
+      best_len = len;
+      best_holds = holds;
+    }
+    k += len;
+  }
+  return best_len == 0 ? best : tries[(best_start + (best_len - 1) / 2) % n];
 }
 
 double Norm(const JointLink& link) {
@@ -161,8 +197,10 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
       // optimum would.
       std::vector<int64_t> tries;
       uint64_t full_scan = 0;
+      bool every_shift = false;
       if (!__builtin_mul_overflow(static_cast<uint64_t>(job_period / step), bins_per_try, &full_scan) &&
           full_scan <= options.full_scan_evaluations) {
+        every_shift = true;
         for (int64_t t = 0; t < job_period; t += step) tries.push_back(t);
       } else {
         for (size_t l : links_of_job[j]) {
@@ -181,6 +219,9 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
           current = c;
           best_t = t;
         }
+      }
+      if (options.centre && every_shift) {
+        best_t = CentredShift(tries, best_t, [&](int64_t t) { return cost_at(t, current + 1e-12) <= current + 1e-12; });
       }
       for (const auto& evaluator : evaluators) spent += evaluator->evaluations();
       if (best_t != shifts[j]) {

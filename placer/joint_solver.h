@@ -45,6 +45,11 @@ struct JointSolverOptions {
   // evaluations; otherwise only the shifts that line it up with a neighbour
   // as a shared link's own optimum would.
   uint64_t full_scan_evaluations = 2'000'000;
+  // Centring (default true, as ShiftSolverOptions::centre): a job whose every
+  // shift was tried moves, among the shifts of equal best objective, to the
+  // middle of the longest run of consecutive ones, so drift has the most room
+  // before its Up phase meets another's.
+  bool centre = true;
 };
 
 // One contended link of the candidate, solved alone.

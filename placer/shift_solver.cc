@@ -447,7 +447,78 @@ class Search {
     }
   }
 
+  // ShiftSolverOptions::centre on the best configuration found.
+  void Centre() {
+    if (!options_.centre || best_shifts_.empty() || free_.empty()) return;
+    shifts_ = best_shifts_;
+    const double limit = best_excess_ + tolerance_ * 1e-3;  // still the optimal score
+    ScratchBuffer others_buffer(n_, ScratchBuffer::Uninitialized{});
+    std::vector<double>& others = others_buffer.get();
+    uint64_t spent = 0;
+    bool moved = false;
+    for (size_t j : free_) {
+      const uint32_t b = eval_.JobBins(j);
+      const bool fold = eval_.FoldingPays(j);
+      const uint64_t cost = fold ? static_cast<uint64_t>(eval_.FoldingCost(j)) : uint64_t{b} * n_;
+      if (spent + cost > options_.heuristic_max_evaluations) break;
+      spent += cost;
+      others = FixedLoad();
+      for (size_t i : free_) {
+        if (i != j) eval_.AddJob(i, shifts_[i], others);
+      }
+      ScratchBuffer all_buffer(b);
+      std::vector<double>& all = all_buffer.get();
+      if (fold) {
+        eval_.ExcessForAllShifts(others, j, all);
+      } else {
+        for (uint32_t s = 0; s < b; ++s) all[s] = eval_.ExcessWith(others, j, s, limit);
+      }
+      // The longest circular run of shifts within `limit`; on a tie the run
+      // holding the current shift, else the first.
+      uint32_t first_bad = b;
+      for (uint32_t s = 0; s < b; ++s) {
+        if (!(all[s] <= limit)) {
+          first_bad = s;
+          break;
+        }
+      }
+      if (first_bad == b) continue;  // every shift keeps the score
+      uint32_t best_start = 0, best_len = 0;
+      bool best_holds_current = false;
+      for (uint32_t k = 1; k <= b;) {  // scan from just after a bad shift, once around
+        const uint32_t s = (first_bad + k) % b;
+        if (!(all[s] <= limit)) {
+          ++k;
+          continue;
+        }
+        uint32_t len = 0;
+        bool holds_current = false;
+        while (k + len <= b && all[(first_bad + k + len) % b] <= limit) {
+          holds_current |= (first_bad + k + len) % b == shifts_[j];
+          ++len;
+        }
+        if (len > best_len || (len == best_len && holds_current && !best_holds_current)) {
+          best_start = s;
+          best_len = len;
+          best_holds_current = holds_current;
+        }
+        k += len;
+      }
+      if (best_len == 0) continue;
+      const uint32_t centre = (best_start + (best_len - 1) / 2) % b;
+      moved |= centre != shifts_[j];
+      shifts_[j] = centre;
+    }
+    if (!moved) return;
+    const double excess = eval_.Excess(LoadOf(shifts_).get());
+    if (excess <= limit) {
+      best_excess_ = excess;
+      best_shifts_ = shifts_;
+    }
+  }
+
   LinkSolution Finish(bool exact) {
+    Centre();
     LinkSolution out;
     out.shifts = best_shifts_;
     out.total_excess = best_excess_;

@@ -34,6 +34,15 @@ struct ShiftSolverOptions {
   uint64_t heuristic_max_evaluations = 20'000'000;
   // Seed of the restarts' random starting points (results are deterministic).
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  // Centring (default true): among the shifts that keep the optimal score,
+  // each free job in turn (search order, the others held) moves to the middle
+  // of the longest run of consecutive shifts at which the link keeps that
+  // score, so it has the most slack on both sides before drift makes its Up
+  // phase meet another's. For two jobs this is the centre of the feasible
+  // interval: the largest smallest gap between their Up phases. A job whose
+  // every shift keeps the score stays where the search put it. Skipped for
+  // the jobs beyond heuristic_max_evaluations bin evaluations of centring.
+  bool centre = true;
 };
 
 struct LinkSolution {

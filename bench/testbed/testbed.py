@@ -776,11 +776,12 @@ def write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, l
     lines += ["", "## The gates", ""]
     for mode, stats in gate_stats.items():
         if stats:
-            lines.append("- %s: %d gated iterations, %.2f s waited, %d slots missed, %d fail-opens (all runs, "
-                         "rank 0 of each job)" % (mode, sum(s["gated"] for s in stats),
-                                                  sum(s["waited_us"] for s in stats) / 1e6,
-                                                  sum(s["slots_missed"] for s in stats),
-                                                  sum(s["fail_opens"] for s in stats)))
+            lines.append("- %s: %d gated iterations, %.2f s waited, %d slots missed, %d re-slots, %d fail-opens "
+                         "(all runs, rank 0 of each job)" % (mode, sum(s["gated"] for s in stats),
+                                                             sum(s["waited_us"] for s in stats) / 1e6,
+                                                             sum(s["slots_missed"] for s in stats),
+                                                             sum(s.get("reslots", 0) for s in stats),
+                                                             sum(s["fail_opens"] for s in stats)))
     for n in notes:
         lines.append("- " + n)
     with open(a.out, "w") as f:

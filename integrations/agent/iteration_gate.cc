@@ -22,8 +22,10 @@ int64_t SystemNowUs() {
 }  // namespace
 
 int64_t IterationGate::NextSlot(const v1::OffsetUpdate& offset, int64_t now) {
-  const int64_t period = offset.period_us();
-  const int64_t base = offset.origin_epoch_us() + offset.shift_us();
+  return NextSlot(offset.origin_epoch_us() + offset.shift_us(), offset.period_us(), now);
+}
+
+int64_t IterationGate::NextSlot(int64_t base, int64_t period, int64_t now) {
   const int64_t d = now - base;
   // The smallest k with base + k * period >= now (division rounds toward zero).
   const int64_t k = d >= 0 ? (d + period - 1) / period : -((-d) / period);
@@ -43,6 +45,9 @@ absl::StatusOr<std::unique_ptr<IterationGate>> IterationGate::Create(IterationGa
     return absl::InvalidArgumentError("initial_offset.period_us: must be > 0");
   }
   if (!options.now_epoch_us) options.now_epoch_us = SystemNowUs;
+  if (!options.sleep_us) {
+    options.sleep_us = [](int64_t us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); };
+  }
   absl::StatusOr<std::unique_ptr<client::OffsetSubscriber>> offsets = client::OffsetSubscriber::Connect(
       {options.job, options.request_endpoint, options.offset_endpoint, options.curve});
   if (!offsets.ok()) return offsets.status();
@@ -71,6 +76,7 @@ void IterationGate::Accept(const v1::OffsetUpdate& update) {
   offset_ = update;
   offset_->set_request_id(0);
   need_align_ = true;
+  last_slot_.reset();  // back on phasord's grid
 }
 
 void IterationGate::Drain(int timeout_ms) {
@@ -97,15 +103,30 @@ GateResult IterationGate::Wait() {
     return result;
   }
   if (options_.mode == GateMode::kPace || need_align_) {
-    const int64_t slot = NextSlot(*offset_, options_.now_epoch_us());
+    const int64_t now = options_.now_epoch_us();
+    const int64_t period = offset_->period_us();
+    int64_t slot = 0;
+    if (need_align_ || !last_slot_) {
+      slot = NextSlot(*offset_, now);  // phasord's grid
+    } else if (options_.reslot && now - *last_slot_ > period) {
+      // The last iteration overran its slot: the next slot of the grid is
+      // gone, and waiting for the one after would lose most of a period.
+      // Start now; the grid re-anchors here (SimJob::pace_reslot).
+      slot = now;
+      result.reslotted = true;
+    } else {
+      slot = NextSlot(*last_slot_, period, now);
+    }
     // An offset arriving during the sleep is picked up at the next call.
     while (true) {
       const int64_t left = slot - options_.now_epoch_us();
       if (left <= 0) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(left));
+      options_.sleep_us(left);
     }
+    last_slot_ = slot;
     need_align_ = false;
     result.aligned = true;
+    result.slot_epoch_us = slot;
   }
   result.offset_version = offset_->version();
   result.waited_us = options_.now_epoch_us() - start;

@@ -7,7 +7,12 @@
 //     is re-sent by phasord's closed loop) waits; then the job runs free
 //     (Cassini's behaviour);
 //   - pace: every iteration waits for its slot, so drift never accumulates
-//     (set the period slightly above the job's natural one).
+//     (set the period slightly above the job's natural one). Re-slot (the
+//     simulator's SimJob::pace_reslot rule, docs/agents.md): when more than
+//     one period has passed since the slot the last iteration started on (it
+//     overran its slot), the next iteration does not wait for the next slot,
+//     which would lose most of a period: it starts at once, and the gate's
+//     slot grid re-anchors there until phasord sends an offset again.
 // Fail open: without an offset, the gate never blocks longer than
 // fail_open_ms in total, and then lets every iteration through at once until
 // an offset arrives.
@@ -44,13 +49,22 @@ struct IterationGateOptions {
   // An offset known at job start (PHASOR_PERIOD_US, ...; agent_env.h), in
   // force until phasord answers; its job must be `job`. Default: none.
   std::optional<phasor::v1::OffsetUpdate> initial_offset;
+  // pace: an iteration that overran its slot starts at once and the slot
+  // grid re-anchors there (default true); false: always wait for the next
+  // slot of phasord's grid (an overrun then costs most of a period).
+  bool reslot = true;
   // Now in us since the Unix epoch; default: the system clock.
   std::function<int64_t()> now_epoch_us;
+  // Sleeps about this many us (> 0); default: std::this_thread::sleep_for.
+  // Injected with now_epoch_us so tests run on a fake clock.
+  std::function<void(int64_t)> sleep_us;
 };
 
 struct GateResult {
   int64_t waited_us = 0;        // time spent in Wait()
-  bool aligned = false;         // the iteration starts on a slot
+  bool aligned = false;         // the iteration starts on a slot of the gate's grid
+  bool reslotted = false;       // pace: it overran its slot; starts at once, the grid re-anchored here
+  int64_t slot_epoch_us = 0;    // the slot it starts on (0 when not aligned)
   bool failed_open = false;     // no offset known: let through
   uint64_t offset_version = 0;  // 0 when no offset is known
 };
@@ -69,6 +83,8 @@ class IterationGate {
 
   // The next slot at or after `now_epoch_us` for `offset`.
   static int64_t NextSlot(const phasor::v1::OffsetUpdate& offset, int64_t now_epoch_us);
+  // The next slot anchor + n * period (any integer n) at or after `now_epoch_us`.
+  static int64_t NextSlot(int64_t anchor_epoch_us, int64_t period_us, int64_t now_epoch_us);
 
  private:
   IterationGate(IterationGateOptions options, std::unique_ptr<client::OffsetSubscriber> offsets);
@@ -81,6 +97,9 @@ class IterationGate {
   std::unique_ptr<client::OffsetSubscriber> offsets_;
   std::optional<phasor::v1::OffsetUpdate> offset_;
   bool need_align_ = false;
+  // The slot the last aligned iteration started on (the anchor of the grid
+  // pace follows); nullopt until one, and after a new offset.
+  std::optional<int64_t> last_slot_;
   int64_t fail_open_left_us_ = 0;
   int64_t last_request_us_ = 0;
 };

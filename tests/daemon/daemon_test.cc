@@ -11,6 +11,7 @@
 #include "placer/candidate_routing.h"
 #include "daemon/metrics.h"
 #include "gmock/gmock.h"
+#include "daemon/closed_loop.h"
 #include "gtest/gtest.h"
 #include "tests/testing/http.h"
 #include "tests/testing/probe_publisher.h"
@@ -346,7 +347,8 @@ TEST(DaemonTest, ProfilesFromProbesFeedTheNextRanking) {
   absl::StatusOr<v1::RankReply> reply = c->Rank(wire);
   ASSERT_TRUE(reply.ok()) << reply.status().message();
   placer::RankRequest expected_request = SampleRankRequest();
-  expected_request.jobs[2].profile = protocol::ProfileFromUpdate(JobProfile("c", 0.9));
+  // phasord ranks a probe's profile in the agent's frame (docs/phasord.md, "Frames").
+  expected_request.jobs[2].profile = daemon::IterationFrame(protocol::ProfileFromUpdate(JobProfile("c", 0.9)));
   ExpectRankingsEqual(protocol::FromProto(*reply), placer::Rank(expected_request));
   // The probe's profile, not the request's square wave, decided c's period.
   for (const v1::JobShift& s : reply->ranked(0).shifts()) {

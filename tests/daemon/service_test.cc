@@ -210,6 +210,123 @@ TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
   EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", o.job()}}), 2);
 }
 
+// A probe's profile starts at the Up phase, and its t0 is an Up start; the
+// agent puts the start of an iteration (compute first) on the slot. Two jobs
+// with different compute times (period 40 ms): a computes 28 ms and sends for
+// 12, b computes 20 and sends for 20, both at 40 of 50 Gbit/s, so their Up
+// phases must not meet. phasord ranks them in the agent's frame (a: Down 28
+// ms then Up; b: Down 20 then Up): a at 0 has Up on [28, 40) ms, b's 20 ms of
+// Up must fit in [0, 28), so b's Up starts in [0, 8] ms and its shift is in
+// [20, 28] ms; the centre is 24 ms (4 ms of slack each side). A job exactly on
+// its slot then shows no phase error (its Up starts one compute time after
+// the slot), and is not re-aligned.
+TEST_F(ServiceTest, ProbePhasesAreComparedWithSlotsInTheAgentsFrame) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  auto probe_profile = [](const std::string& job, int up_bins) {
+    v1::ProfileUpdate u;
+    u.set_subject(job);
+    u.set_kind(v1::ProfileUpdate::JOB);
+    u.set_period_us(40000);
+    u.set_bin_us(4000);
+    for (int k = 0; k < 10; ++k) u.add_gbps(k < up_bins ? 40.0 : 0.0);
+    u.set_confidence(1);
+    u.set_source("test-probe");
+    return u;
+  };
+  ASSERT_TRUE(service->AcceptProfile(probe_profile("a", 3)).ok());
+  ASSERT_TRUE(service->AcceptProfile(probe_profile("b", 5)).ok());
+  v1::RankRequest request;
+  request.add_links()->set_id("l");
+  request.mutable_links(0)->set_capacity_gbps(50);
+  request.add_jobs()->set_id("a");
+  request.add_jobs()->set_id("b");
+  v1::Candidate* c = request.add_candidates();
+  c->set_id("shared");
+  (*(*c->mutable_links())["a"].mutable_shares())["l"] = 1;
+  (*(*c->mutable_links())["b"].mutable_shares())["l"] = 1;
+  absl::StatusOr<v1::RankReply> reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  ASSERT_EQ(reply->ranked_size(), 1);
+  EXPECT_DOUBLE_EQ(reply->ranked(0).score(), 1.0);
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("shared");
+  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  ASSERT_EQ(committed->offsets_size(), 2);
+  const v1::OffsetUpdate a = committed->offsets(0), b = committed->offsets(1);
+  ASSERT_EQ(a.job(), "a");
+  EXPECT_EQ(a.shift_us(), 0u);
+  EXPECT_EQ(b.shift_us(), 24000u);
+  EXPECT_EQ(b.period_us(), 40000u);
+  published_.clear();
+
+  // Both on their slots, three periods on: Up starts 28 ms (a) and 20 ms (b)
+  // after the slot. No error, no re-alignment.
+  v1::ProfileUpdate on_a = probe_profile("a", 3), on_b = probe_profile("b", 5);
+  on_a.set_t0_epoch_us(a.origin_epoch_us() + a.shift_us() + 3 * 40000 + 28000);
+  on_b.set_t0_epoch_us(b.origin_epoch_us() + b.shift_us() + 3 * 40000 + 20000);
+  ASSERT_TRUE(service->AcceptProfile(on_a).ok());
+  ASSERT_TRUE(service->AcceptProfile(on_b).ok());
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", "a"}}), 0);
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", "b"}}), 0);
+  EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", "a"}}), 0);
+  EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", "b"}}), 0);
+  EXPECT_TRUE(published_.empty());
+
+  // b 5 ms late: re-sent, and the error is the 5 ms.
+  v1::ProfileUpdate late_b = probe_profile("b", 5);
+  late_b.set_t0_epoch_us(b.origin_epoch_us() + b.shift_us() + 4 * 40000 + 20000 + 5000);
+  ASSERT_TRUE(service->AcceptProfile(late_b).ok());
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", "b"}}), 5000);
+  EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", "b"}}), 1);
+  ASSERT_EQ(published_.size(), 1u);
+  EXPECT_EQ(published_[0].job(), "b");
+
+  // The committed frame survives a restart: on its slot, still no error.
+  service.reset();
+  service = Open();
+  ASSERT_NE(service, nullptr);
+  on_a.set_t0_epoch_us(a.origin_epoch_us() + a.shift_us() + 9 * 40000 + 28000);
+  ASSERT_TRUE(service->AcceptProfile(on_a).ok());
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", "a"}}), 0);
+}
+
+// The frame conversion itself (daemon/closed_loop.h).
+TEST(IterationFrameTest, AProbesProfileStartsAtTheEndOfItsUpPhase) {
+  placer::TrafficProfile probe;
+  probe.period_us = 40000;
+  probe.bin_us = 4000;
+  probe.gbps = {40, 40, 40, 1, 1, 1, 1, 1, 1, 1};
+  probe.t0_epoch_us = 1'000'000;
+  const placer::TrafficProfile frame = IterationFrame(probe);
+  EXPECT_EQ(frame.gbps, (std::vector<double>{1, 1, 1, 1, 1, 1, 1, 40, 40, 40}));
+  EXPECT_EQ(frame.t0_epoch_us, 1'012'000);  // the iteration starts when the Up phase ends
+  EXPECT_EQ(UpStartUs(frame), 28000u);
+  EXPECT_EQ(UpStartUs(probe), 0u);
+  // A period that is not a multiple of the bin: 35 ms in bins of 10 (the last
+  // covers 5 ms). Up [0, 10) ms ends at 10 ms: the result's bin 2 covers
+  // [20, 30) ms = the probe's [30, 35) and [0, 5): half 2, half 8 Gbit/s.
+  placer::TrafficProfile odd;
+  odd.period_us = 35000;
+  odd.bin_us = 10000;
+  odd.gbps = {8, 0, 0, 2};
+  const placer::TrafficProfile odd_frame = IterationFrame(odd);
+  EXPECT_EQ(odd_frame.gbps, (std::vector<double>{0, 0, 5, 8}));
+  // A flat profile has no Up phase: unchanged.
+  placer::TrafficProfile flat = odd;
+  flat.gbps = {3, 3, 3, 3};
+  EXPECT_EQ(IterationFrame(flat).gbps, flat.gbps);
+  EXPECT_EQ(UpStartUs(flat), 0u);
+  // A square wave: its start moves back by the end of its Up phase.
+  placer::TrafficProfile square;
+  square.period_us = 100000;
+  square.square = placer::SquareWave{30000, 40, 10000, 0};
+  EXPECT_EQ(IterationFrame(square).square->start_us, 70000u);  // Up [10, 40) ms becomes [70, 100)
+  EXPECT_EQ(UpStartUs(square), 10000u);
+}
+
 // Three servers under one leaf switch (the fabric server-form candidates
 // are routed on).
 constexpr char kThreeServers[] = R"yaml(

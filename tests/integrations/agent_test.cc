@@ -4,6 +4,7 @@
 #include "integrations/agent/iteration_gate.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include "gtest/gtest.h"
 #include "tests/testing/probe_publisher.h"
@@ -49,6 +50,97 @@ TEST(IterationGateTest, BadOptionsAreRefused) {
   o.request_endpoint = "ipc:///tmp/x";
   o.offset_endpoint = "bogus://x";
   EXPECT_EQ(IterationGate::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The gate on a fake clock that only its sleeps move (no phasord: the offset
+// comes with the options, and nobody binds the endpoints).
+class FakeClockGate {
+ public:
+  FakeClockGate(GateMode mode, bool reslot) : dir_(::phasor::testing::MakeTempDir()) {
+    IterationGateOptions o;
+    o.job = "a";
+    o.request_endpoint = "ipc://" + dir_ + "/nobody-requests";
+    o.offset_endpoint = "ipc://" + dir_ + "/nobody-offsets";
+    o.mode = mode;
+    o.reslot = reslot;
+    v1::OffsetUpdate offset;
+    offset.set_job("a");
+    offset.set_origin_epoch_us(1'000'000);
+    offset.set_period_us(10'000);
+    offset.set_shift_us(2'000);
+    offset.set_version(1);
+    o.initial_offset = offset;
+    o.now_epoch_us = [this] { return now_; };
+    o.sleep_us = [this](int64_t us) { now_ += us; };
+    gate_ = *IterationGate::Create(std::move(o));
+  }
+  ~FakeClockGate() { std::filesystem::remove_all(dir_); }
+
+  // Runs an iteration of `us`, then Wait().
+  GateResult After(int64_t us) {
+    now_ += us;
+    return gate_->Wait();
+  }
+  int64_t now() const { return now_; }
+
+ private:
+  std::string dir_;
+  int64_t now_ = 1'000'500;
+  std::unique_ptr<IterationGate> gate_;
+};
+
+// Slots every 10 ms at 1,002,000 + n x 10,000 us. An iteration of 13 ms
+// overruns its slot: re-slot starts the next one at once (waits 0) and the
+// grid moves there; without re-slot the gate waits for 1,032,000 (7 ms of a
+// 10 ms period lost).
+TEST(IterationGateFakeClockTest, PaceReslotsAnIterationThatOverranItsSlot) {
+  FakeClockGate g(GateMode::kPace, /*reslot=*/true);
+  GateResult r = g.After(0);  // the first iteration: the next slot of phasord's grid
+  EXPECT_TRUE(r.aligned);
+  EXPECT_FALSE(r.reslotted);
+  EXPECT_EQ(r.slot_epoch_us, 1'002'000);
+  EXPECT_EQ(r.waited_us, 1'500);
+  r = g.After(8'000);  // 1,010,000: within its period, waits for 1,012,000
+  EXPECT_EQ(r.slot_epoch_us, 1'012'000);
+  EXPECT_EQ(r.waited_us, 2'000);
+  EXPECT_FALSE(r.reslotted);
+  r = g.After(13'000);  // 1,025,000: 13 ms after its slot, more than a period
+  EXPECT_TRUE(r.aligned);
+  EXPECT_TRUE(r.reslotted);
+  EXPECT_EQ(r.slot_epoch_us, 1'025'000);
+  EXPECT_EQ(r.waited_us, 0);
+  r = g.After(7'000);  // 1,032,000: the grid re-anchored at 1,025,000
+  EXPECT_FALSE(r.reslotted);
+  EXPECT_EQ(r.slot_epoch_us, 1'035'000);
+  EXPECT_EQ(r.waited_us, 3'000);
+  r = g.After(10'000);  // exactly one period after its slot: on the next slot, not an overrun
+  EXPECT_FALSE(r.reslotted);
+  EXPECT_EQ(r.slot_epoch_us, 1'045'000);
+  EXPECT_EQ(r.waited_us, 0);
+  EXPECT_EQ(g.now(), 1'045'000);
+}
+
+TEST(IterationGateFakeClockTest, WithoutReslotAnOverrunWaitsForTheNextSlotOfTheGrid) {
+  FakeClockGate g(GateMode::kPace, /*reslot=*/false);
+  EXPECT_EQ(g.After(0).slot_epoch_us, 1'002'000);
+  EXPECT_EQ(g.After(8'000).slot_epoch_us, 1'012'000);
+  const GateResult r = g.After(13'000);  // 1,025,000
+  EXPECT_FALSE(r.reslotted);
+  EXPECT_EQ(r.slot_epoch_us, 1'032'000);
+  EXPECT_EQ(r.waited_us, 7'000);
+}
+
+TEST(IterationGateFakeClockTest, OnceAlignsTheFirstIterationOnlyAndNeverReslots) {
+  FakeClockGate g(GateMode::kOnce, /*reslot=*/true);
+  GateResult r = g.After(0);
+  EXPECT_TRUE(r.aligned);
+  EXPECT_EQ(r.slot_epoch_us, 1'002'000);
+  EXPECT_EQ(r.waited_us, 1'500);
+  r = g.After(13'000);
+  EXPECT_FALSE(r.aligned);
+  EXPECT_FALSE(r.reslotted);
+  EXPECT_EQ(r.slot_epoch_us, 0);
+  EXPECT_EQ(r.waited_us, 0);
 }
 
 class GateWithDaemonTest : public ::testing::Test {
@@ -205,10 +297,12 @@ TEST(EndToEndTest, ProbeSchedulerAndTwoAgentsOnLoopback) {
   absl::StatusOr<v1::RankReply> reply = scheduler->Rank(wire);
   ASSERT_TRUE(reply.ok()) << reply.status().message();
 
-  // `phasor rank` on the same input: the request with the probe's profiles.
+  // `phasor rank` on the same input: the request with the probe's profiles,
+  // in the agent's frame (docs/phasord.md, "Frames": the iteration starts
+  // where the probe's Up phase ends, so the 36 ms of Down come first).
   std::string json = R"({"links": [{"id": "tor1-up", "capacity_gbps": 50}, {"id": "tor2-up", "capacity_gbps": 100}],
-    "jobs": [{"id": "a", "profile": {"period_us": 60000, "bin_us": 6000, "gbps": [40,40,40,40,0,0,0,0,0,0]}},
-             {"id": "b", "profile": {"period_us": 60000, "bin_us": 6000, "gbps": [40,40,40,40,0,0,0,0,0,0]}}],
+    "jobs": [{"id": "a", "profile": {"period_us": 60000, "bin_us": 6000, "gbps": [0,0,0,0,0,0,40,40,40,40]}},
+             {"id": "b", "profile": {"period_us": 60000, "bin_us": 6000, "gbps": [0,0,0,0,0,0,40,40,40,40]}}],
     "candidates": [{"id": "shared-uplink", "links": {"a": {"tor1-up": 1}, "b": {"tor1-up": 1}}},
                    {"id": "wide-uplink", "links": {"a": {"tor2-up": 1}, "b": {"tor2-up": 1}}}]})";
   absl::StatusOr<placer::RankRequest> same_input = placer::ParseRankRequest(json);

@@ -147,7 +147,7 @@ class FromEnvTest(unittest.TestCase):
             self.assertEqual(gate.wait(), {"waited_us": 0, "aligned": False, "failed_open": True,
                                            "offset_version": 0, "slot_us": 0})
         self.assertEqual(gate.stats(), {"iterations": 3, "gated": 0, "waited_us": 0, "slots_missed": 0,
-                                        "fail_opens": 3, "offset_version": 0, "config_error": message})
+                                        "reslots": 0, "fail_opens": 3, "offset_version": 0, "config_error": message})
         gate.close()
 
     def test_a_missing_key_file_fails_open_with_one_line(self):
@@ -186,8 +186,49 @@ class FromEnvTest(unittest.TestCase):
             results.append(gate.wait())
         self.assertEqual([r["slot_us"] for r in results], [1000, 2000, 5000, 6000])
         self.assertEqual([r["aligned"] for r in results], [True] * 4)
+        # 5000 is more than a period after 2000: re-slotted there (it is on the
+        # grid too), slots 3000 and 4000 missed.
         self.assertEqual(gate.stats(), {"iterations": 4, "gated": 4, "waited_us": 0, "slots_missed": 2,
-                                        "fail_opens": 0, "offset_version": 3, "config_error": None})
+                                        "reslots": 1, "fail_opens": 0, "offset_version": 3, "config_error": None})
+        gate.close()
+
+    def pace_gate(self, reslot):
+        # Slots every 10 ms at 1,002,000 + n x 10,000 us; a fake clock that only
+        # the gate's sleeps and the test's iterations move.
+        self.env.update({"PHASOR_MODE": "pace", "PHASOR_ORIGIN_EPOCH_US": "1000000", "PHASOR_PERIOD_US": "10000",
+                         "PHASOR_SHIFT_US": "2000", "PHASOR_OFFSET_VERSION": "1"})
+        now = [1000500]
+
+        def sleep_us(us):
+            now[0] += us
+
+        gate = phasor.IterationGate.from_env(self.env, strict=True, clock=lambda: now[0], sleep_us=sleep_us,
+                                             reslot=reslot)
+
+        def after(us):  # an iteration of `us`, then the gate
+            now[0] += us
+            r = gate.wait()
+            return r["slot_us"], r["waited_us"]
+        return gate, after
+
+    def test_pace_reslots_an_iteration_that_overran_its_slot(self):
+        gate, after = self.pace_gate(reslot=True)
+        self.assertEqual(after(0), (1002000, 1500))      # phasord's grid
+        self.assertEqual(after(8000), (1012000, 2000))   # 1,010,000: within its period
+        self.assertEqual(after(13000), (1025000, 0))     # 13 ms after its slot: starts at once, the grid moves here
+        self.assertEqual(after(7000), (1035000, 3000))   # on the re-anchored grid
+        self.assertEqual(after(10000), (1045000, 0))     # exactly a period: the next slot, not an overrun
+        self.assertEqual(gate.stats(), {"iterations": 5, "gated": 5, "waited_us": 6500, "slots_missed": 1,
+                                        "reslots": 1, "fail_opens": 0, "offset_version": 1, "config_error": None})
+        gate.close()
+
+    def test_without_reslot_an_overrun_waits_for_the_next_slot_of_the_grid(self):
+        gate, after = self.pace_gate(reslot=False)
+        self.assertEqual(after(0), (1002000, 1500))
+        self.assertEqual(after(8000), (1012000, 2000))
+        self.assertEqual(after(13000), (1032000, 7000))  # 7 ms of a 10 ms period lost
+        self.assertEqual(gate.stats()["slots_missed"], 1)
+        self.assertEqual(gate.stats()["reslots"], 0)
         gate.close()
 
     def test_log_every_n_iterations(self):

@@ -143,6 +143,46 @@ TEST(SolveLinkTest, FixedShiftsAreKept) {
   EXPECT_NEAR(sol.score, 1 - (3 * 10.0) / (10 * 10.0), 1e-12);
 }
 
+// Centring (ShiftSolverOptions::centre). Two square waves on one link of 50
+// Gbit/s, period 100 bins of 1 ms, both at 40 Gbit/s: a's Up on [0, 30) (held
+// at 0), b's 20 ms of Up. b's Up [s, s + 20) avoids a's for s in [30, 80]:
+// every s there scores 1. The centre, s = 55, leaves 25 ms between b's Up end
+// (75) and a's next start (100) and 25 ms after a's end (30): the largest
+// smallest gap. The exact search, the heuristic and the multi-resolution path
+// all answer 55.
+TEST(SolveLinkTest, AmongOptimalShiftsTheCentreOfTheFeasibleIntervalIsChosen) {
+  const TrafficProfile a = SquareProfile(100, 30, 40), b = SquareProfile(100, 20, 40);
+  const UnifiedCircle circle = Circle({a, b});
+  const LinkSolution exact = SolveLink(circle, 50, {}, ShiftSolverOptions{});
+  EXPECT_TRUE(exact.exact);
+  EXPECT_DOUBLE_EQ(exact.score, 1.0);
+  EXPECT_EQ(exact.shifts, (std::vector<uint32_t>{0, 55}));
+  ShiftSolverOptions heuristic;
+  heuristic.exact_max_evaluations = 0;
+  EXPECT_EQ(SolveLink(circle, 50, {}, heuristic).shifts, (std::vector<uint32_t>{0, 55}));
+  auto solved = SolveLinkDemands({{&a, 1.0}, {&b, 1.0}}, 50, {}, {}, ShiftSolverOptions{});
+  ASSERT_TRUE(solved.ok());
+  EXPECT_EQ(solved->solution.shifts, (std::vector<uint32_t>{0, 55}));
+  // Without centring the search keeps the first shift that scores 1: an edge
+  // of the interval, no slack on one side.
+  ShiftSolverOptions first;
+  first.centre = false;
+  const LinkSolution edge = SolveLink(circle, 50, {}, first);
+  EXPECT_DOUBLE_EQ(edge.score, 1.0);
+  EXPECT_TRUE(edge.shifts[1] == 30 || edge.shifts[1] == 80) << edge.shifts[1];
+}
+
+// A pinned job moves the interval with it: a pinned at 10 ms has Up on [10,
+// 40); b fits for s in [40, 90]; centre 65. An interval that wraps: a pinned
+// at 70 (Up [70, 100)), b in [100, 150] = [0, 50] mod 100; centre 25.
+TEST(SolveLinkTest, CentringKeepsPinnedJobsAndWrapsAroundThePeriod) {
+  const UnifiedCircle circle = Circle({SquareProfile(100, 30, 40), SquareProfile(100, 20, 40)});
+  EXPECT_EQ(SolveLink(circle, 50, {10u, std::nullopt}, ShiftSolverOptions{}).shifts,
+            (std::vector<uint32_t>{10, 65}));
+  EXPECT_EQ(SolveLink(circle, 50, {70u, std::nullopt}, ShiftSolverOptions{}).shifts,
+            (std::vector<uint32_t>{70, 25}));
+}
+
 TEST(SolveLinkTest, ExactCostUsesTheInvariances) {
   ShiftSolverOptions depth_first;
   depth_first.pair_bounds = false;

@@ -7,7 +7,12 @@ phasor::agent::IterationGate. Call ``wait()`` at the top of every iteration:
         train_step()
 
 mode "once": only the first iteration after an offset arrives (or is re-sent)
-waits for its slot; "pace": every iteration waits for its slot. Fail open:
+waits for its slot; "pace": every iteration waits for its slot, and an
+iteration that overran its slot (more than one period since the slot it
+started on) does not wait for the next one, which would lose most of a
+period: it starts at once and the gate's slot grid re-anchors there until
+phasord sends an offset again (re-slot, the simulator's rule; reslot=False
+waits instead). Fail open:
 without an offset the gate blocks at most fail_open_ms in total, then lets
 iterations through until one arrives. ``stats()`` says what the gate did.
 
@@ -41,6 +46,15 @@ def next_slot(offset, now_us):
     return base + k * period
 
 
+def next_slot_from(anchor_us, period_us, now_us):
+    """The first slot anchor + n * period (any integer n) at or after now_us."""
+    return anchor_us - ((anchor_us - now_us) // period_us) * period_us
+
+
+def _sleep_us(us):
+    time.sleep(us / 1e6)
+
+
 def _env_names(message):
     """The constructor's message with its leading option named as the variable."""
     for option, variable in (("request_endpoint", "PHASOR_REQUEST_ENDPOINT"),
@@ -55,12 +69,16 @@ class IterationGate:
 
     initial_offset: an OffsetUpdate known at job start (PHASOR_PERIOD_US, ...),
     in force until phasord answers. log_every: log one summary line (logger
-    "phasor.agent", INFO) every that many iterations; 0: never.
+    "phasor.agent", INFO) every that many iterations; 0: never. reslot (pace):
+    an iteration that overran its slot starts at once and the grid re-anchors
+    there (default True). clock (us since the epoch) and sleep_us (sleeps that
+    many us) are injected together so tests run on a fake clock.
     Raises ValueError for a bad mode, a missing job or an endpoint ZeroMQ refuses.
     """
 
     def __init__(self, job, request_endpoint, offset_endpoint, mode="once", fail_open_ms=2000,
-                 retry_ms=500, curve=None, clock=_now_us, context=None, initial_offset=None, log_every=0):
+                 retry_ms=500, curve=None, clock=_now_us, context=None, initial_offset=None, log_every=0,
+                 reslot=True, sleep_us=_sleep_us):
         if mode not in ("once", "pace"):
             raise ValueError("mode: %r is not 'once' or 'pace'" % mode)
         if not job:
@@ -70,13 +88,16 @@ class IterationGate:
         self.offset = None
         self.config_error = None
         self._clock = clock
+        self._sleep_us = sleep_us
+        self._reslot = reslot
         self._retry_us = retry_ms * 1000
         self._fail_open_left_us = fail_open_ms * 1000
         self._need_align = False
         self._ids = 0
         self._log_every = log_every
         self._last_slot = None
-        self._stats = {"iterations": 0, "gated": 0, "waited_us": 0, "slots_missed": 0, "fail_opens": 0}
+        self._stats = {"iterations": 0, "gated": 0, "waited_us": 0, "slots_missed": 0, "reslots": 0,
+                       "fail_opens": 0}
         self._sub = self._dealer = None
         self._context = context or zmq.Context.instance()
         self._sub = self._context.socket(zmq.SUB)
@@ -132,7 +153,8 @@ class IterationGate:
         gate.config_error = error
         gate._sub = gate._dealer = None
         gate._log_every = log_every
-        gate._stats = {"iterations": 0, "gated": 0, "waited_us": 0, "slots_missed": 0, "fail_opens": 0}
+        gate._stats = {"iterations": 0, "gated": 0, "waited_us": 0, "slots_missed": 0, "reslots": 0,
+                       "fail_opens": 0}
         return gate
 
     def close(self):
@@ -151,7 +173,9 @@ class IterationGate:
         """What the gate did, as a dict: iterations (wait() calls), gated
         (iterations held until a slot), waited_us (total time in wait()),
         slots_missed (pace mode: slots that passed between two gated
-        iterations, i.e. iterations longer than the period), fail_opens
+        iterations, i.e. iterations longer than the period), reslots (pace
+        mode: iterations that overran their slot and started at once, the
+        grid re-anchored there), fail_opens
         (iterations let through without an offset), offset_version (0 before
         an offset), config_error (the environment's error, or None)."""
         s = dict(self._stats)
@@ -245,14 +269,27 @@ class IterationGate:
         aligned = False
         slot = 0
         if self.mode == "pace" or self._need_align:
-            slot = next_slot(self.offset, self._clock())
-            if self.mode == "pace" and self._last_slot is not None and slot > self._last_slot:
-                self._stats["slots_missed"] += (slot - self._last_slot) // self.offset.period_us - 1
+            now = self._clock()
+            period = self.offset.period_us
+            reslotted = False
+            if self._need_align or self._last_slot is None:
+                slot = next_slot(self.offset, now)  # phasord's grid
+            elif self._reslot and now - self._last_slot > period:
+                # The last iteration overran its slot: start now, the grid
+                # re-anchors here (the simulator's SimJob::pace_reslot).
+                slot = now
+                reslotted = True
+                self._stats["reslots"] += 1
+                self._stats["slots_missed"] += (now - self._last_slot - 1) // period  # passed during the overrun
+            else:
+                slot = next_slot_from(self._last_slot, period, now)
+            if self.mode == "pace" and self._last_slot is not None and slot > self._last_slot and not reslotted:
+                self._stats["slots_missed"] += (slot - self._last_slot) // period - 1
             while True:
                 left = slot - self._clock()
                 if left <= 0:
                     break
-                time.sleep(left / 1e6)
+                self._sleep_us(left)
             self._last_slot = slot
             self._need_align = False
             aligned = True
