@@ -39,11 +39,11 @@ const std::map<std::string, double>* JobShares(const RankRequest& request, const
   return running != request.running.links.end() ? &running->second : nullptr;
 }
 
-}  // namespace
-
-double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link) {
-  if (!(link.capacity_gbps > 0)) return 0;
-  double load = 0;
+// Calls visit(profile, share) for each job of `link` that the request defines
+// and that has a share of the link in `candidate` (or the running part).
+template <typename Visit>
+void ForEachJobOnLink(const RankRequest& request, const Candidate& candidate, const LinkResult& link,
+                      Visit visit) {
   for (const std::string& job : link.jobs) {
     const Job* spec = nullptr;
     for (const Job& j : request.jobs) {
@@ -53,8 +53,18 @@ double LinkHeadroom(const RankRequest& request, const Candidate& candidate, cons
     if (spec == nullptr || links == nullptr) continue;
     auto share = links->find(link.id);
     if (share == links->end()) continue;
-    load += MeanGbps(spec->profile) * share->second;
+    visit(spec->profile, share->second);
   }
+}
+
+}  // namespace
+
+double LinkHeadroom(const RankRequest& request, const Candidate& candidate, const LinkResult& link) {
+  if (!(link.capacity_gbps > 0)) return 0;
+  double load = 0;
+  ForEachJobOnLink(request, candidate, link, [&](const TrafficProfile& profile, double share) {
+    load += MeanGbps(profile) * share;
+  });
   return 1 - load / link.capacity_gbps;
 }
 
@@ -105,17 +115,9 @@ Distribution Convolve(const Distribution& a, const Distribution& b) {
 double RandomPhaseScore(const RankRequest& request, const Candidate& candidate, const LinkResult& link) {
   if (!(link.capacity_gbps > 0)) return 0;
   Distribution load{{0.0, 1.0}};
-  for (const std::string& job : link.jobs) {
-    const Job* spec = nullptr;
-    for (const Job& j : request.jobs) {
-      if (j.id == job) spec = &j;
-    }
-    const std::map<std::string, double>* links = JobShares(request, candidate, job);
-    if (spec == nullptr || links == nullptr) continue;
-    auto share = links->find(link.id);
-    if (share == links->end()) continue;
-    load = Convolve(load, DemandDistribution(spec->profile, share->second));
-  }
+  ForEachJobOnLink(request, candidate, link, [&](const TrafficProfile& profile, double share) {
+    load = Convolve(load, DemandDistribution(profile, share));
+  });
   double excess = 0;
   for (const auto& [x, p] : load) excess += p * std::max(0.0, x - link.capacity_gbps);
   return 1 - excess / link.capacity_gbps;
