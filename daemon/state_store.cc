@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -82,8 +83,8 @@ constexpr const char* kBumpPlacementVersion =
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
-                                                             const std::string& synchronous) {
+absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, const std::string& synchronous,
+                                                             uint32_t checkpoint_pages) {
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
@@ -115,10 +116,85 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
           absl::StrCat("state_path: '", path, "': adding ", added.table, ".", added.column, ": ", s.message()));
     }
   }
+  if (absl::Status s = store->StartCheckpointer(path, std::max<uint32_t>(1, checkpoint_pages)); !s.ok()) {
+    return absl::UnavailableError(absl::StrCat("state_path: '", path, "': ", s.message()));
+  }
   return store;
 }
 
-StateStore::~StateStore() { sqlite3_close(db_); }
+absl::Status StateStore::StartCheckpointer(const std::string& path, uint32_t checkpoint_pages) {
+  std::string mode;
+  {
+    Statement journal(db_, "PRAGMA journal_mode");
+    if (!journal.ok() || journal.Step() != SQLITE_ROW) return Error("journal_mode");
+    mode = journal.Text(0);
+  }
+  // No WAL (an in-memory database), or an SQLite built without threads:
+  // SQLite's own checkpoints on the owning thread.
+  if (mode != "wal" || sqlite3_threadsafe() == 0) return absl::OkStatus();
+  const int rc = sqlite3_open_v2(path.c_str(), &checkpoint_db_, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = checkpoint_db_ ? sqlite3_errmsg(checkpoint_db_) : sqlite3_errstr(rc);
+    sqlite3_close(checkpoint_db_);
+    checkpoint_db_ = nullptr;
+    return absl::UnavailableError(absl::StrCat("cannot open the checkpoint connection: ", msg));
+  }
+  checkpoint_pages_ = checkpoint_pages;
+  checkpointer_ = std::thread([this] { CheckpointLoop(); });
+  // Replaces SQLite's automatic checkpoint (itself a WAL hook).
+  sqlite3_wal_hook(db_, &StateStore::OnWalCommit, this);
+  return absl::OkStatus();
+}
+
+int StateStore::OnWalCommit(void* self, sqlite3* db, const char* schema, int pages) {
+  auto* store = static_cast<StateStore*>(self);
+  const auto n = static_cast<uint64_t>(std::max(pages, 0));
+  if (n < store->checkpoint_pages_) return SQLITE_OK;
+  if (n >= uint64_t{16} * store->checkpoint_pages_) {
+    // The thread fell behind (or its checkpoints keep failing): bound the WAL here.
+    const int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    ++(rc == SQLITE_OK ? store->inline_checkpoints_ : store->failed_checkpoints_);
+    return SQLITE_OK;
+  }
+  {
+    std::lock_guard<std::mutex> lock(store->mu_);
+    store->checkpoint_due_ = true;
+  }
+  store->wake_.notify_one();
+  return SQLITE_OK;
+}
+
+void StateStore::CheckpointLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return checkpoint_due_ || stopping_; });
+    if (stopping_) return;
+    checkpoint_due_ = false;
+    lock.unlock();
+    // PASSIVE: copies what no reader still needs, never waits for the writer.
+    const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    ++(rc == SQLITE_OK ? background_checkpoints_ : failed_checkpoints_);
+    lock.lock();
+  }
+}
+
+CheckpointStats StateStore::checkpoint_stats() const {
+  return {background_checkpoints_.load(), inline_checkpoints_.load(), failed_checkpoints_.load()};
+}
+
+StateStore::~StateStore() {
+  if (checkpointer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    checkpointer_.join();
+  }
+  sqlite3_close(checkpoint_db_);
+  // The last connection to close checkpoints the WAL and removes it.
+  sqlite3_close(db_);
+}
 
 absl::Status StateStore::Exec(const std::string& sql) {
   char* err = nullptr;

@@ -5,14 +5,24 @@
 // Every mutating call is one transaction: when it returns OK the change
 // survives a crash of the process (and, with synchronous "full", a power
 // loss). Not thread-safe: one thread owns a StateStore.
+//
+// The WAL is checkpointed (copied into the database file and synced) on the
+// store's own thread, with its own connection, once it holds
+// `checkpoint_pages` pages: no call pays for a checkpoint's copy and syncs.
+// Should that thread fall behind, the owning thread checkpoints itself at
+// 16 x `checkpoint_pages`, so the WAL stays bounded.
 #ifndef PHASOR_DAEMON_STATE_STORE_H_
 #define PHASOR_DAEMON_STATE_STORE_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,7 +56,7 @@ struct StoredPlacement {
 struct StoredRanking {
   uint64_t id = 0;
   int64_t created_epoch_us = 0;
-  std::string reply;       // serialized phasor.v1.RankReply
+  std::string reply;       // serialized phasor.v1.RankReply as Commit reads it (ranked: shifts, link scores)
   std::string candidates;  // serialized phasor.v1.RankRequest as ranked: links, jobs, candidates
 };
 
@@ -81,12 +91,22 @@ struct BadRow {
   std::string reason;
 };
 
+// What the WAL checkpoints did since the store was opened.
+struct CheckpointStats {
+  uint64_t background = 0;  // checkpoints run on the store's thread
+  uint64_t inline_ = 0;     // checkpoints the owning thread ran (the thread fell behind)
+  uint64_t failed = 0;      // checkpoints that returned an error (retried at the next commit)
+};
+
 class StateStore {
  public:
+  // SQLite's own default threshold (PRAGMA wal_autocheckpoint).
+  static constexpr uint32_t kDefaultCheckpointPages = 1000;
+
   // Opens (creating if needed) the database at `path`; synchronous is
   // "normal" or "full". Unavailable when SQLite cannot open it.
-  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path,
-                                                          const std::string& synchronous);
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path, const std::string& synchronous,
+                                                          uint32_t checkpoint_pages = kDefaultCheckpointPages);
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
@@ -140,12 +160,30 @@ class StateStore {
   // Everything quarantined so far, oldest first.
   absl::StatusOr<std::vector<BadRow>> LoadQuarantine();
 
+  CheckpointStats checkpoint_stats() const;
+
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what) const;
+  // Starts the checkpoint thread with its own connection to `path`.
+  absl::Status StartCheckpointer(const std::string& path, uint32_t checkpoint_pages);
+  // sqlite3_wal_hook: after every commit, with the WAL's size in pages.
+  static int OnWalCommit(void* self, sqlite3* db, const char* schema, int pages);
+  void CheckpointLoop();
 
   sqlite3* db_;
+  // The checkpoint thread (absent for a database without a WAL).
+  sqlite3* checkpoint_db_ = nullptr;
+  uint32_t checkpoint_pages_ = kDefaultCheckpointPages;
+  std::thread checkpointer_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool checkpoint_due_ = false;  // guarded by mu_
+  bool stopping_ = false;        // guarded by mu_
+  std::atomic<uint64_t> background_checkpoints_{0};
+  std::atomic<uint64_t> inline_checkpoints_{0};
+  std::atomic<uint64_t> failed_checkpoints_{0};
 };
 
 }  // namespace phasor::daemon

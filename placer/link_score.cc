@@ -350,14 +350,48 @@ void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t
   std::vector<double>& idle = idle_buffer.get();
   for (uint64_t r = 0; r < b; ++r) idle[r] = f(r, 0.0);
   out.assign(b, 0.0);
-  for (uint64_t s = 0; s < b; ++s) {
-    double sum = 0;
-    uint64_t r = s;  // (bin + s) mod B, walked with the bin
-    for (uint64_t bin = 0; bin < b; ++bin) {
-      sum += d[bin] == 0.0 ? idle[r] : f(r, d[bin]);
-      if (++r == b) r = 0;
+  // A pattern has few distinct demands (a square wave one): F_r(v) for each
+  // distinct v and class r, once, instead of a search per (shift, bin). The
+  // same terms added in the same order: the same sums, bit for bit.
+  std::vector<double> values;
+  for (double v : d) {
+    if (v != 0.0) values.push_back(v);
+  }
+  const size_t busy = values.size();
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  constexpr uint64_t kMaxTable = uint64_t{1} << 20;  // doubles (8 MiB)
+  if (values.size() < busy && values.size() * b <= kMaxTable) {
+    ScratchBuffer table_buffer(values.size() * b, ScratchBuffer::Uninitialized{});
+    std::vector<double>& table = table_buffer.get();  // [value k][class r]
+    for (size_t k = 0; k < values.size(); ++k) {
+      for (uint64_t r = 0; r < b; ++r) table[k * b + r] = f(r, values[k]);
     }
-    out[s] = sum;
+    std::vector<const double*> row(b);  // per bin: its value's row, or the idle one
+    for (uint64_t bin = 0; bin < b; ++bin) {
+      row[bin] = d[bin] == 0.0 ? idle.data()
+                               : table.data() + (std::lower_bound(values.begin(), values.end(), d[bin]) -
+                                                 values.begin()) * b;
+    }
+    for (uint64_t s = 0; s < b; ++s) {
+      double sum = 0;
+      uint64_t r = s;
+      for (uint64_t bin = 0; bin < b; ++bin) {
+        sum += row[bin][r];
+        if (++r == b) r = 0;
+      }
+      out[s] = sum;
+    }
+  } else {
+    for (uint64_t s = 0; s < b; ++s) {
+      double sum = 0;
+      uint64_t r = s;  // (bin + s) mod B, walked with the bin
+      for (uint64_t bin = 0; bin < b; ++bin) {
+        sum += d[bin] == 0.0 ? idle[r] : f(r, d[bin]);
+        if (++r == b) r = 0;
+      }
+      out[s] = sum;
+    }
   }
   evaluations_ += n + b * b;
 }

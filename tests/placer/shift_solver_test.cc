@@ -401,6 +401,23 @@ TEST(CircleEvaluatorTest, FoldedExcessEqualsTheDirectSumForEveryShift) {
   }
 }
 
+TEST(CircleEvaluatorTest, FoldedExcessOfAFewLevelPatternEqualsTheDirectSum) {
+  // Three demand levels over 12 bins (each distinct value's class function is
+  // computed once) against a random load: the same as the direct sum.
+  const UnifiedCircle circle = Circle({ArrayProfile({0, 30, 30, 30, 12.5, 12.5, 0, 0, 30, 7, 0, 0}),
+                                       ArrayProfile(std::vector<double>(96, 1.0))});
+  CircleEvaluator eval(circle, 35);
+  std::mt19937_64 rng(5);
+  std::vector<double> load(circle.bins);
+  for (double& v : load) v = std::uniform_real_distribution<double>(0, 40)(rng);
+  std::vector<double> all;
+  eval.ExcessForAllShifts(load, 0, all);
+  ASSERT_EQ(all.size(), 12u);
+  for (uint32_t s = 0; s < 12; ++s) {
+    ASSERT_NEAR(all[s], eval.ExcessWith(load, 0, s, 1e300), 1e-9) << "shift " << s;
+  }
+}
+
 TEST(SameUpToRotationTest, MatchesTheScoreInvariance) {
   std::mt19937_64 rng(23);
   const UnifiedCircle circle = Circle({RandomProfile(rng, 4, 40), RandomProfile(rng, 6, 40),
