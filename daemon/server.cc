@@ -298,6 +298,7 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
         if (absl::Status s = service_->RecordRanking(*task, **reply); !s.ok()) {
           return ReplyError(routing, MessageType::kRankRequest, s, task->request_id);
         }
+        Service::ApplyReplyDetail(*task, **reply);
         return Reply(routing, MessageType::kRankReply, **reply);
       }
       spdlog::error("phasord: ranking {} failed: {}", task->ranking_id, std::string(reply->status().message()));

@@ -176,6 +176,10 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
     if (static_cast<uint32_t>(n) <= max) return absl::OkStatus();
     return absl::ResourceExhaustedError(absl::StrCat(field, ": ", n, " entries exceed the limit of ", max));
   };
+  if (!v1::RankRequest::ReplyDetail_IsValid(req.reply_detail())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reply_detail: ", static_cast<int>(req.reply_detail()), " is not FULL (0) or ORDER (1)"));
+  }
   for (absl::Status s : {limit("jobs", req.jobs_size(), options_.max_jobs_per_request),
                          limit("links", req.links_size(), options_.max_links_per_request),
                          limit("candidates", req.candidates_size(), options_.max_candidates_per_request)}) {
@@ -230,6 +234,7 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
     for (const std::string& server : servers) list.add_servers(server);
   }
   prepared.request_id = id;
+  prepared.reply_links = req.reply_detail() == v1::RankRequest::FULL;
   prepared.ranking_id = next_ranking_id_++;
   prepared.request = *std::move(request);
   prepared.candidates = as_ranked.SerializeAsString();
@@ -271,12 +276,18 @@ absl::Status Service::RecordRanking(const PreparedRanking& prepared, const v1::R
   return absl::OkStatus();
 }
 
+void Service::ApplyReplyDetail(const PreparedRanking& prepared, v1::RankReply& reply) {
+  if (prepared.reply_links) return;
+  for (v1::RankedCandidate& c : *reply.mutable_ranked()) c.clear_links();
+}
+
 absl::StatusOr<v1::RankReply> Service::Rank(const v1::RankRequest& request) {
   absl::StatusOr<PreparedRanking> prepared = PrepareRank(request);
   if (!prepared.ok()) return prepared.status();
   absl::StatusOr<v1::RankReply> reply = Solve(*prepared);
   if (!reply.ok()) return reply.status();
   if (absl::Status s = RecordRanking(*prepared, *reply); !s.ok()) return s;
+  ApplyReplyDetail(*prepared, *reply);
   return reply;
 }
 

@@ -60,6 +60,7 @@ struct PreparedRanking {
   placer::RankRequest request;
   std::vector<placer::RejectedCandidate> unrouted;  // server-form candidates that could not be routed
   std::string candidates;                           // the request as ranked (serialized RankRequest)
+  bool reply_links = true;                          // RankRequest.reply_detail FULL (else ORDER: no links)
   placer::RankLimits limits;                        // the configured limits, deadline included
   placer::RankingPolicyOptions policy;              // the configured ranking_policy, applied after Rank()
 };
@@ -81,6 +82,8 @@ class Service {
   static absl::StatusOr<v1::RankReply> Solve(const PreparedRanking& prepared);
   // Stores a solved ranking (so that it can be committed) and counts it.
   absl::Status RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply);
+  // The reply as the request asked for it (reply_detail), after RecordRanking.
+  static void ApplyReplyDetail(const PreparedRanking& prepared, v1::RankReply& reply);
   // PrepareRank, Solve and RecordRanking in a row (tests, fuzzers).
   absl::StatusOr<v1::RankReply> Rank(const v1::RankRequest& request);
 

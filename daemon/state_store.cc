@@ -139,6 +139,16 @@ absl::Status StateStore::StartCheckpointer(const std::string& path, uint32_t che
     checkpoint_db_ = nullptr;
     return absl::UnavailableError(absl::StrCat("cannot open the checkpoint connection: ", msg));
   }
+  // A connection opens the WAL when it first reads; until then a checkpoint
+  // through it does nothing.
+  {
+    Statement journal(checkpoint_db_, "PRAGMA journal_mode");
+    if (!journal.ok() || journal.Step() != SQLITE_ROW || journal.Text(0) != "wal") {
+      sqlite3_close(checkpoint_db_);
+      checkpoint_db_ = nullptr;
+      return absl::UnavailableError("the checkpoint connection does not see the WAL");
+    }
+  }
   checkpoint_pages_ = checkpoint_pages;
   checkpointer_ = std::thread([this] { CheckpointLoop(); });
   // Replaces SQLite's automatic checkpoint (itself a WAL hook).

@@ -308,6 +308,8 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
       if (j.id() == job.key) j.clear_profile();
     }
   }
+  // The plan reads the order only (the links' scores stay in phasord for the commit).
+  wire.set_reply_detail(v1::RankRequest::ORDER);
   const uint64_t rank_request_bytes = wire.ByteSizeLong();
   absl::StatusOr<v1::RankReply> reply = client_->Rank(std::move(wire));
   if (!reply.ok()) return reply.status();
@@ -474,6 +476,7 @@ void Extender::Commit(JobPlan& plan) {
     }
     request.candidates = {real};
     v1::RankRequest wire = protocol::ToProto(request);
+    wire.set_reply_detail(v1::RankRequest::ORDER);
     absl::StatusOr<v1::RankReply> reply = client_->Rank(std::move(wire));
     if (!reply.ok()) {
       status = reply.status();

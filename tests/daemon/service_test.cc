@@ -81,6 +81,45 @@ TEST_F(ServiceTest, RankCommitAndOffsetsWithoutSockets) {
   EXPECT_EQ(offset->origin_epoch_us(), now_us_);  // the epoch is the first start's clock
 }
 
+TEST_F(ServiceTest, AnOrderReplyHasNoLinksAndCommitsAsAFullOne) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  const v1::RankRequest full = protocol::ToProto(::phasor::testing::SampleRankRequest());
+  v1::RankRequest order = full;
+  order.set_reply_detail(v1::RankRequest::ORDER);
+  absl::StatusOr<v1::RankReply> a = service->Rank(full);
+  absl::StatusOr<v1::RankReply> b = service->Rank(order);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->ranked_size(), 2);
+  ASSERT_GT(a->ranked(0).links_size(), 0);
+  // The same reply but for the links.
+  v1::RankReply expected = *a;
+  for (v1::RankedCandidate& c : *expected.mutable_ranked()) c.clear_links();
+  expected.set_ranking_id(b->ranking_id());
+  expected.set_solve_seconds(b->solve_seconds());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(expected, *b)) << b->DebugString();
+
+  // Its commit publishes the same offsets and records every link's predicted score.
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(b->ranking_id());
+  commit.set_candidate(b->ranked(0).candidate());
+  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  ASSERT_EQ(committed->offsets_size(), a->ranked(0).shifts_size());
+  for (int i = 0; i < committed->offsets_size(); ++i) {
+    EXPECT_EQ(committed->offsets(i).job(), a->ranked(0).shifts(i).job());
+    EXPECT_EQ(committed->offsets(i).shift_us(), a->ranked(0).shifts(i).shift_us());
+  }
+  for (const v1::LinkResult& l : a->ranked(0).links()) {
+    EXPECT_EQ(metrics_.Value("phasord_link_score", {{"link", l.id()}, {"source", "commit"}}), l.score()) << l.id();
+  }
+
+  v1::RankRequest bad = full;
+  bad.set_reply_detail(static_cast<v1::RankRequest::ReplyDetail>(7));
+  EXPECT_EQ(service->Rank(bad).status(), absl::InvalidArgumentError("reply_detail: 7 is not FULL (0) or ORDER (1)"));
+}
+
 // Two jobs (10 ms period, 2 ms Up at 50 Gbit/s). "shared" (the host's
 // first) puts both on l0 (30 Gbit/s: each Up alone exceeds it; interleaved,
 // score 1 - 80/300); "wide" and "apart" share no link (score 1), but "wide"
