@@ -127,8 +127,12 @@ class Bench {
     std::filesystem::remove_all(dir_);
   }
 
-  std::string Body(const std::string& group) const {
-    const json profile = {{"period_us", 240000}, {"square", {{"up_us", 90000}, {"up_gbps", 80.0}}}};
+  // variant: the new job's Up rate is 80 + variant / 8 Gbit/s (planning
+  // calls differ, so no solve of the new job's links is known from an
+  // earlier call; its period, and so every circle's size, stays the same).
+  std::string Body(const std::string& group, int variant = 0) const {
+    const json profile = {{"period_us", 240000},
+                          {"square", {{"up_us", 90000}, {"up_gbps", 80.0 + 0.125 * variant}}}};
     const json pod = {{"metadata",
                        {{"name", group + "-0"}, {"namespace", "ml"}, {"uid", group + "-uid"},
                         {"labels", {{"scheduling.x-k8s.io/pod-group", group}}},
@@ -201,7 +205,8 @@ void Run(benchmark::State& state, const std::string& verb, bool planning, Setup 
     std::string body;
     if (planning) {
       state.PauseTiming();
-      body = b.Body(verb + "-job-" + std::to_string(job++));
+      body = b.Body(verb + "-job-" + std::to_string(job), static_cast<int>(job % 97));
+      ++job;
       b.now_ += 10;  // the previous plan expires: the planner has every free node
       state.ResumeTiming();
     }

@@ -6,10 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +28,61 @@ namespace {
 // them together in a bin.
 constexpr int kBaselineDraws = 4096;
 
+// Baseline scores by their inputs, shared by every ranking of the process: a
+// running job's links come back in every request ranked around it, and the
+// draws are a third of the ranker's time there. The key is two independent
+// 64-bit hashes of (seed, capacity, the jobs' patterns in circle order) and
+// the patterns' total length; at most kMaxEntries, cleared when full.
+class BaselineMemo {
+ public:
+  struct Key {
+    uint64_t a = 0, b = 0, bins = 0;
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.a, k.b, k.bins);
+    }
+  };
+
+  static BaselineMemo& Get() {
+    static BaselineMemo* memo = new BaselineMemo;
+    return *memo;
+  }
+
+  static Key KeyOf(uint64_t seed, double capacity_gbps, const std::vector<QuantizedProfile>& jobs) {
+    Key k;
+    k.a = absl::HashOf(seed, std::bit_cast<uint64_t>(capacity_gbps));
+    k.b = std::hash<uint64_t>{}(seed) ^ (std::hash<uint64_t>{}(std::bit_cast<uint64_t>(capacity_gbps)) << 1);
+    for (const QuantizedProfile& job : jobs) {
+      const std::string_view bytes(reinterpret_cast<const char*>(job.gbps.data()), job.gbps.size() * sizeof(double));
+      k.a = absl::HashOf(k.a, job.gbps);
+      k.b = k.b * 0x9e3779b97f4a7c15ULL + std::hash<std::string_view>{}(bytes);
+      k.bins += job.gbps.size() + 1;
+    }
+    return k;
+  }
+
+  std::optional<double> Find(const Key& k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = scores_.find(k);
+    return it == scores_.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    scores_.clear();
+  }
+  void Put(const Key& k, double score) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (scores_.size() >= kMaxEntries) scores_.clear();
+    scores_.emplace(k, score);
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = size_t{1} << 16;
+  std::mutex mu_;
+  absl::flat_hash_map<Key, double> scores_;
+};
+
 // One contended link solved alone. Shared between the candidates of a request
 // that put the same jobs, with the same shares, on a link of the same capacity.
 struct LinkSolve {
@@ -37,6 +96,9 @@ struct LinkSolve {
   // circle's expected excess is N times a random bin's), computed on first
   // use: only loops need it.
   double BaselineScore() const {
+    if (baseline_score_) return *baseline_score_;
+    const BaselineMemo::Key key = BaselineMemo::KeyOf(seed, capacity_gbps, circle.jobs);
+    baseline_score_ = BaselineMemo::Get().Find(key);
     if (!baseline_score_) {
       std::mt19937_64 rng(seed);
       double excess = 0;
@@ -48,6 +110,7 @@ struct LinkSolve {
         excess += std::max(0.0, load - capacity_gbps);
       }
       baseline_score_ = 1.0 - excess / kBaselineDraws / capacity_gbps;
+      BaselineMemo::Get().Put(key, *baseline_score_);
     }
     return *baseline_score_;
   }
@@ -430,6 +493,8 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 }
 
 }  // namespace
+
+void ClearBaselineMemo() { BaselineMemo::Get().Clear(); }
 
 void MoveRunningIntoCandidates(RankRequest& request) {
   if (request.running.empty()) return;

@@ -177,6 +177,13 @@ absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits&
 absl::StatusOr<Ranking> RankWithinDeadline(const RankRequest& request, const RankLimits& limits,
                                            const std::function<absl::Time()>& now = absl::Now);
 
+// Rankings of a process share a memo of each joint-solved link's
+// random-phase baseline (4,096 seeded draws), keyed by the link's patterns,
+// capacity and seed: a running job's links recur in every request ranked
+// around it. At most 65,536 entries. The memo changes no result; this
+// forgets it (tests).
+void ClearBaselineMemo();
+
 }  // namespace phasor::placer
 
 #endif  // PHASOR_PLACER_RANKER_H_

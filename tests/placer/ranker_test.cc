@@ -218,6 +218,32 @@ TEST(RankTest, LoopsDoAtLeastAsWellAsEverySpanningTreeAssignment) {
   EXPECT_GT(improved, 0) << "the joint descent never improved on a spanning tree";
 }
 
+TEST(RankTest, TheSharedBaselineMemoChangesNoRanking) {
+  // Triangles whose links differ only in capacity: a memo that mixed their
+  // baselines up would weigh the loop's links otherwise.
+  std::mt19937_64 rng(11);
+  const std::vector<std::vector<size_t>> shape = {{0, 1}, {1, 2}, {0, 2}};
+  static const uint32_t kPeriods[] = {10, 12, 20, 30};
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<TrafficProfile> profiles;
+    for (int j = 0; j < 3; ++j) profiles.push_back(RandomProfile(rng, kPeriods[rng() % 4]));
+    const RankRequest narrow = Request(profiles, shape, 30);
+    const RankRequest wide = Request(profiles, shape, 45);
+    ClearBaselineMemo();
+    const RankedCandidate narrow_alone = Rank(narrow).ranked.at(0);
+    ClearBaselineMemo();
+    const RankedCandidate wide_alone = Rank(wide).ranked.at(0);
+    for (int round = 0; round < 2; ++round) {  // the memo warm with both
+      const RankedCandidate n = Rank(narrow).ranked.at(0);
+      const RankedCandidate w = Rank(wide).ranked.at(0);
+      EXPECT_EQ(Shifts(n), Shifts(narrow_alone)) << "trial " << trial;
+      EXPECT_EQ(n.score, narrow_alone.score) << "trial " << trial;
+      EXPECT_EQ(Shifts(w), Shifts(wide_alone)) << "trial " << trial;
+      EXPECT_EQ(w.score, wide_alone.score) << "trial " << trial;
+    }
+  }
+}
+
 TEST(RankTest, LoopsWhoseLinksAgreeAreSolvedExactly) {
   // Two jobs sharing four links with the same shares (a ring over two leaves
   // crosses several uplinks together): the graph has loops, but every link
