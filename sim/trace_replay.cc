@@ -306,6 +306,11 @@ class Replayer {
                            : options_.ranking_policy.discard_loops ? "cassini"
                                                                    : "on";
     report_.pace = options_.pace;
+    report_.duration_jitter = options_.duration_jitter;
+    if (options_.duration_jitter > 0) {
+      report_.duration_jitter_seed =
+          options_.duration_jitter_seed != 0 ? options_.duration_jitter_seed : options_.seed;
+    }
 
     std::vector<SimLink> links;
     for (const topology::Link& l : topo_.links()) {
@@ -734,6 +739,22 @@ class Replayer {
 
 }  // namespace
 
+absl::Status ApplyDurationJitter(double fraction, uint64_t seed, std::vector<TraceJob>& jobs) {
+  if (!(fraction >= 0 && fraction <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("duration_jitter: ", fraction, " is not a fraction in [0, 0.5]"));
+  }
+  if (fraction == 0) return absl::OkStatus();
+  for (TraceJob& job : jobs) {
+    // FNV-1a of the id: the same factor on every platform and build.
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char ch : job.id) h = (h ^ ch) * 0x100000001b3ULL;
+    const double u = Unit(SplitMix(SplitMix(seed) ^ h));
+    job.duration_s = std::max(1.0, job.duration_s * (1 + fraction * (2 * u - 1)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options) {
   absl::StatusOr<topology::Topology> topo = MakeFabric(options);
   if (!topo.ok()) return topo.status();
@@ -783,6 +804,10 @@ absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
     return absl::InvalidArgumentError("trace_path: no trace file and no generated jobs");
   }
   if (!jobs.ok()) return jobs.status();
+  const uint64_t jitter_seed = options.duration_jitter_seed != 0 ? options.duration_jitter_seed : options.seed;
+  if (absl::Status jitter = ApplyDurationJitter(options.duration_jitter, jitter_seed, *jobs); !jitter.ok()) {
+    return jitter;
+  }
   for (size_t i = 0; i < jobs->size(); ++i) {
     const TraceJob& job = (*jobs)[i];
     if (i > 0 && job.arrival_us < (*jobs)[i - 1].arrival_us) {
@@ -818,6 +843,10 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["scheduler"] = r.scheduler;
   out["plugin"] = r.plugin_label;
   out["mode"] = r.pace ? "pace" : "once";
+  // Only when set: a run without the control prints what it printed before.
+  if (r.duration_jitter > 0) {
+    out["duration_jitter"] = {{"fraction", r.duration_jitter}, {"seed", r.duration_jitter_seed}};
+  }
   out["cluster"] = {{"servers", r.servers}, {"gpus", r.gpus}, {"links", r.links}};
   out["jobs_completed"] = r.jobs.size();
   out["jobs_unfinished"] = r.unfinished;

@@ -114,6 +114,18 @@ struct TraceReplayOptions {
   // that several replicates of the control run on the same jobs (the
   // distribution of the noise, not one draw).
   uint64_t random_start_seed = 0;
+  // The second noise control, in every mode alike: each job's isolated run
+  // time is multiplied by a seeded factor uniform in [1 - F, 1 + F]
+  // (ApplyDurationJitter below), F = duration_jitter in [0, 0.5] (default 0:
+  // no change, the run is the same as without it). Jobs keep their arrival
+  // and model; the factor depends only on the job's id and the jitter seed,
+  // so runs of different modes with one F and seed replay the same jobs
+  // (paired comparisons stay paired). Real run times are never known to a
+  // few per cent: a schedule whose JCT moves more under F = 1 % than under
+  // the plugin says nothing about the plugin.
+  double duration_jitter = 0;
+  // duration_jitter's factors are drawn from this seed (0, default: `seed`).
+  uint64_t duration_jitter_seed = 0;
   // Generated fabric when topology_path is empty:
   // "leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS]]]" = N servers of GPUS (default
   // 4) GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf, 2 spines,
@@ -192,6 +204,8 @@ struct TraceReport {
   std::string scheduler;
   bool plugin = false;
   bool random_start = false;  // the noise control (TraceReplayOptions::random_start)
+  double duration_jitter = 0;  // the second control (TraceReplayOptions::duration_jitter)
+  uint64_t duration_jitter_seed = 0;  // the seed its factors were drawn from
   std::string plugin_label;   // "off", "random", "on" (phasor) or "cassini" (CassiniMode)
   bool pace = false;
   size_t servers = 0, gpus = 0, links = 0;
@@ -217,6 +231,13 @@ struct TraceReport {
   double record_from_us = 0, record_to_us = 0;
   std::vector<double> slowdown_samples;
 };
+
+// Multiplies each job's duration_s by 1 + fraction x (2u - 1), u uniform in
+// [0, 1) from a hash of (seed, the job's id): a factor in [1 - fraction,
+// 1 + fraction], the same for a job in every run with this seed; durations
+// stay at least 1 s (LoadTrace's floor). fraction 0 leaves `jobs` untouched.
+// InvalidArgument "duration_jitter: ..." unless 0 <= fraction <= 0.5.
+absl::Status ApplyDurationJitter(double fraction, uint64_t seed, std::vector<TraceJob>& jobs);
 
 // The GPUs of the replay's fabric (options.topology_path or options.fabric);
 // errors as ReplayTrace's for a bad fabric.

@@ -40,6 +40,8 @@ struct SimulateFlags {
   double min_gain = 0.05;
   double min_headroom = 0.1;
   uint64_t random_seed = 0;
+  double duration_jitter = 0;
+  uint64_t jitter_seed = 0;
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
@@ -98,6 +100,8 @@ void RunTrace(const SimulateFlags& flags) {
   options.plugin = flags.plugin == "on";
   options.random_start = flags.plugin == "random";
   options.random_start_seed = flags.random_seed;
+  options.duration_jitter = flags.duration_jitter;
+  options.duration_jitter_seed = flags.jitter_seed;
   options.fabric = flags.fabric;
   options.topology_path = flags.topology;
   options.hours = flags.hours;
@@ -247,6 +251,13 @@ void AddSimulateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--random-seed", flags->random_seed,
                   "--plugin random: seed of the start delays (0: --seed), for replicates of the noise control")
+      ->capture_default_str();
+  cmd->add_option("--duration-jitter", flags->duration_jitter,
+                  "Trace replay: multiply each job's run time by a seeded factor in [1-F, 1+F], F in [0, 0.5] "
+                  "(the same jobs in every mode: a noise control)")
+      ->capture_default_str();
+  cmd->add_option("--jitter-seed", flags->jitter_seed,
+                  "--duration-jitter: seed of the factors (0: --seed), for replicates of the control")
       ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();

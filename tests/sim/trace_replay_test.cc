@@ -1,5 +1,6 @@
 #include "sim/trace_replay.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -350,6 +351,92 @@ TEST(TraceReplayTest, CompareModesRunsOffCassiniAndPhasorOnTheSameJobs) {
   EXPECT_EQ(json["gain_over_off"]["phasor"]["jct_mean"],
             c->off.jct_s.mean / c->phasor.jct_s.mean);
   EXPECT_THAT(ModeComparisonTable(*c), HasSubstr("iteration slowdown p99"));
+}
+
+// The second noise control: durations times a seeded factor in [1-F, 1+F].
+std::vector<TraceJob> ThreeJobs() {
+  return {{.id = "a", .arrival_us = 0, .gpus = 2, .model = "cifar10", .duration_s = 100},
+          {.id = "b", .arrival_us = 1e6, .gpus = 2, .model = "cifar10", .duration_s = 200},
+          {.id = "c", .arrival_us = 2e6, .gpus = 4, .model = "cifar10", .duration_s = 1.001}};
+}
+
+TEST(DurationJitterTest, ZeroLeavesJobsUntouchedAndOtherwiseStaysWithinTheBound) {
+  std::vector<TraceJob> jobs = ThreeJobs();
+  ASSERT_TRUE(ApplyDurationJitter(0, 6, jobs).ok());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].duration_s, ThreeJobs()[i].duration_s);
+
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 6, jobs).ok());
+  // Exact factors of seed 6 (FNV-1a of the id, SplitMix64): the same on every platform.
+  EXPECT_DOUBLE_EQ(jobs[0].duration_s, 100 * 1.0043048830502326);
+  EXPECT_DOUBLE_EQ(jobs[1].duration_s, 200 * 0.9945851457942901);
+  EXPECT_EQ(jobs[2].duration_s, 1.0);  // 1.001 x 0.9939: LoadTrace's floor of 1 s
+  for (size_t i = 0; i < 2; ++i) {
+    const double factor = jobs[i].duration_s / ThreeJobs()[i].duration_s;
+    EXPECT_GE(factor, 0.99) << i;
+    EXPECT_LE(factor, 1.01) << i;
+    EXPECT_NE(factor, 1.0) << i;
+    EXPECT_EQ(jobs[i].arrival_us, ThreeJobs()[i].arrival_us);
+  }
+  // Deterministic per seed; another seed draws other factors.
+  std::vector<TraceJob> again = ThreeJobs(), other = ThreeJobs();
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 6, again).ok());
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 8, other).ok());
+  EXPECT_EQ(again[0].duration_s, jobs[0].duration_s);
+  EXPECT_EQ(again[1].duration_s, jobs[1].duration_s);
+  EXPECT_NE(other[0].duration_s, jobs[0].duration_s);
+
+  for (double bad : {-0.01, 0.51, std::nan("")}) {
+    const absl::Status status = ApplyDurationJitter(bad, 6, jobs);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("duration_jitter: ")) << bad;
+  }
+}
+
+// In a replay the jittered durations are what runs (one-server jobs run
+// exactly their duration), every mode alike; F = 0 is the run without it.
+TEST(DurationJitterTest, ReplayRunsTheJitteredDurationsInEveryMode) {
+  TraceReplayOptions options;
+  options.models_dir = "data/models";
+  options.scheduler = "consolidate";
+  options.fabric = "leaf-spine:2:1:2";
+  options.jobs = ThreeJobs();
+  options.seed = 6;
+  options.plugin = false;
+  absl::StatusOr<TraceReport> plain = ReplayTrace(options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  options.duration_jitter = 0;
+  options.duration_jitter_seed = 3;
+  absl::StatusOr<TraceReport> zero = ReplayTrace(options);
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  nlohmann::ordered_json plain_json = TraceReportToJson(*plain), zero_json = TraceReportToJson(*zero);
+  plain_json.erase("wall_s");
+  zero_json.erase("wall_s");
+  EXPECT_EQ(plain_json.dump(), zero_json.dump());
+  EXPECT_FALSE(zero_json.contains("duration_jitter"));
+
+  options.duration_jitter = 0.01;
+  options.duration_jitter_seed = 0;  // --seed's factors
+  std::vector<TraceJob> expected = ThreeJobs();
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 6, expected).ok());
+  for (bool plugin : {false, true}) {
+    options.plugin = plugin;
+    absl::StatusOr<TraceReport> jittered = ReplayTrace(options);
+    ASSERT_TRUE(jittered.ok()) << jittered.status();
+    ASSERT_EQ(jittered->jobs.size(), 3u);
+    for (const TraceJobResult& j : jittered->jobs) {  // in completion order
+      const size_t i = static_cast<size_t>(j.id[0] - 'a');
+      ASSERT_LT(i, 3u) << j.id;
+      EXPECT_FALSE(j.networked);
+      EXPECT_NEAR((j.finish_us - j.start_us) / 1e6, expected[i].duration_s, 1e-6) << j.id;
+      EXPECT_EQ(j.arrival_us, expected[i].arrival_us) << j.id;
+    }
+    const nlohmann::ordered_json json = TraceReportToJson(*jittered);
+    EXPECT_EQ(json["duration_jitter"]["fraction"], 0.01);
+    EXPECT_EQ(json["duration_jitter"]["seed"], 6);
+  }
+  options.duration_jitter = 0.6;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("duration_jitter: 0.6 is not a fraction in [0, 0.5]"));
 }
 
 TEST(PoissonWorkloadTest, OffersTheLoadWithTheModelMix) {
