@@ -49,7 +49,7 @@ for seed in $(seq "$first" "$last"); do
 done
 export build out
 # shellcheck disable=SC2016
-xargs -P "${JOBS:-1}" -L 1 bash -c 'f="$0"; shift
+xargs -P "${JOBS:-1}" -L 1 bash -c 'f="$0"
   "$build/cmd/phasor" simulate '"${common[*]}"' "$@" > "$out/$f"' < "$runs"
 python3 - "$out" "$first" "$last" "$reps" "$paired" $jitters <<'PY'
 import json, sys
@@ -90,7 +90,7 @@ for c, _ in controls:
 print(f"  {'on':<13} mean {min(on_all['mean']):.4f} .. {max(on_all['mean']):.4f}   p99 {min(on_all['p99']):.4f} .. {max(on_all['p99']):.4f}"
       f"   excess {min(on_all['excess']):.2f} .. {max(on_all['excess']):.2f}")
 if paired:
-    print("paired: on / off on the same jittered jobs (min .. max over the draws; * = the unjittered run)")
+    print("paired: on / off on the same jittered jobs (min .. max over the draws)")
     print(f"{'seed':>4} | " + " | ".join(f"{'jitter ' + f + ': mean':>22} {'p99':>13} {'excess':>11}" for f in jitters))
     for s in range(first, last + 1):
         cells = []

@@ -808,6 +808,17 @@ absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
   if (absl::Status jitter = ApplyDurationJitter(options.duration_jitter, jitter_seed, *jobs); !jitter.ok()) {
     return jitter;
   }
+  for (const auto& [id, factor] : options.duration_factors) {
+    if (!(factor > 0 && factor <= 10)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("duration_factors[", id, "]: ", factor, " is not a factor in (0, 10]"));
+    }
+    auto job = std::find_if(jobs->begin(), jobs->end(), [&, &want = id](const TraceJob& j) { return j.id == want; });
+    if (job == jobs->end()) {
+      return absl::InvalidArgumentError(absl::StrCat("duration_factors[", id, "]: no job of that id"));
+    }
+    job->duration_s = std::max(1.0, job->duration_s * factor);
+  }
   for (size_t i = 0; i < jobs->size(); ++i) {
     const TraceJob& job = (*jobs)[i];
     if (i > 0 && job.arrival_us < (*jobs)[i - 1].arrival_us) {

@@ -126,6 +126,12 @@ struct TraceReplayOptions {
   double duration_jitter = 0;
   // duration_jitter's factors are drawn from this seed (0, default: `seed`).
   uint64_t duration_jitter_seed = 0;
+  // A targeted control: job id -> factor in (0, 10] on its isolated run time
+  // (after duration_jitter; default none). E.g. "off, but the jobs the plugin
+  // sped up in an early round finish as early as with the plugin": their
+  // factors are their run times on / off. A name no job has is
+  // InvalidArgument naming it.
+  std::map<std::string, double> duration_factors;
   // Generated fabric when topology_path is empty:
   // "leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS]]]" = N servers of GPUS (default
   // 4) GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf, 2 spines,

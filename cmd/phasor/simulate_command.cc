@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "cmd/phasor/commands.h"
 #include "nlohmann/json.hpp"
 #include "models/model_catalog.h"
@@ -42,6 +43,7 @@ struct SimulateFlags {
   uint64_t random_seed = 0;
   double duration_jitter = 0;
   uint64_t jitter_seed = 0;
+  std::vector<std::string> duration_factors;
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
@@ -102,6 +104,14 @@ void RunTrace(const SimulateFlags& flags) {
   options.random_start_seed = flags.random_seed;
   options.duration_jitter = flags.duration_jitter;
   options.duration_jitter_seed = flags.jitter_seed;
+  for (const std::string& entry : flags.duration_factors) {
+    const size_t eq = entry.rfind('=');
+    double factor = 0;
+    if (eq == std::string::npos || eq == 0 || !absl::SimpleAtod(entry.substr(eq + 1), &factor)) {
+      Fail(kExitBadInput, "--duration-factor: '" + entry + "' is not ID=FACTOR");
+    }
+    options.duration_factors[entry.substr(0, eq)] = factor;
+  }
   options.fabric = flags.fabric;
   options.topology_path = flags.topology;
   options.hours = flags.hours;
@@ -259,6 +269,10 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--jitter-seed", flags->jitter_seed,
                   "--duration-jitter: seed of the factors (0: --seed), for replicates of the control")
       ->capture_default_str();
+  cmd->add_option("--duration-factor", flags->duration_factors,
+                  "Trace replay: ID=FACTOR[,ID=FACTOR...], those jobs' run times times FACTOR in (0, 10] "
+                  "(a targeted noise control)")
+      ->delimiter(',');
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();
   cmd->add_option("--reslot", flags->reslot, "Trace replay, pace mode: re-slot after an overrun on|off")

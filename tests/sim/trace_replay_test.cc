@@ -434,6 +434,21 @@ TEST(DurationJitterTest, ReplayRunsTheJitteredDurationsInEveryMode) {
     EXPECT_EQ(json["duration_jitter"]["fraction"], 0.01);
     EXPECT_EQ(json["duration_jitter"]["seed"], 6);
   }
+  // A targeted factor after the jitter; a bad one names the job.
+  options.duration_factors = {{"b", 0.5}};
+  absl::StatusOr<TraceReport> targeted = ReplayTrace(options);
+  ASSERT_TRUE(targeted.ok()) << targeted.status();
+  for (const TraceJobResult& j : targeted->jobs) {
+    if (j.id == "b") {
+      EXPECT_NEAR((j.finish_us - j.start_us) / 1e6, expected[1].duration_s * 0.5, 1e-6);
+    }
+  }
+  options.duration_factors = {{"b", 0}};
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("duration_factors[b]: 0 is not a factor in (0, 10]"));
+  options.duration_factors = {{"zz", 0.5}};
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("duration_factors[zz]: no job of that id"));
+  options.duration_factors.clear();
   options.duration_jitter = 0.6;
   EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
               HasSubstr("duration_jitter: 0.6 is not a fraction in [0, 0.5]"));
