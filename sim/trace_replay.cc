@@ -474,6 +474,28 @@ class Replayer {
     if (!candidates.ok()) return candidates.status();
     if (candidates->empty()) return absl::OkStatus();
     ++report_.rounds;
+    if (options_.plugin && options_.keep_packing && candidates->size() > 1) {
+      // Whole free servers each candidate leaves; none may leave fewer than
+      // the host's first (the next large job must fit as well).
+      auto free_servers_after = [&](const CandidateAllocation& c) {
+        std::map<std::string, uint32_t> used;
+        for (const auto& [job, gpu_servers] : c.servers) {
+          for (const std::string& server : gpu_servers) ++used[server];
+        }
+        size_t whole = 0;
+        for (const ServerView& v : servers_) {
+          auto u = used.find(v.id);
+          whole += v.free_gpus == v.gpus && (u == used.end() || u->second == 0);
+        }
+        return whole;
+      };
+      const size_t host_free = free_servers_after(candidates->front());
+      const size_t before = candidates->size();
+      std::erase_if(*candidates, [&, first = &candidates->front()](const CandidateAllocation& c) {
+        return &c != first && free_servers_after(c) < host_free;
+      });
+      report_.packing_dropped += before - candidates->size();
+    }
     // Plans of every candidate (a job's plan depends on its servers).
     std::vector<std::map<std::string, Plan>> plans(candidates->size());
     for (size_t c = 0; c < candidates->size(); ++c) {
@@ -570,9 +592,24 @@ class Replayer {
           }
           chosen = static_cast<size_t>(best_index);
           const std::string suffix = absl::StrCat("@", chosen);
+          // The new jobs whose shifts buy something over random phases.
+          std::set<std::string> worth_waiting;
+          if (options_.start_delay_min_gain >= 0) {
+            const placer::Candidate& spec = request.candidates[chosen];
+            for (const placer::LinkResult& l : best.links) {
+              if (l.score - placer::RandomPhaseScore(request, spec, l) <= options_.start_delay_min_gain + 1e-12) {
+                continue;
+              }
+              worth_waiting.insert(l.jobs.begin(), l.jobs.end());
+            }
+          }
           for (const auto& [rank_id, shift] : best.shifts_us) {
             if (rank_id.size() > suffix.size() &&
                 rank_id.compare(rank_id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+              if (options_.start_delay_min_gain >= 0 && !worth_waiting.contains(rank_id)) {
+                ++report_.undelayed_starts;
+                continue;
+              }
               shifts[rank_id.substr(0, rank_id.size() - suffix.size())] = shift;
             } else if (!options_.pin_running) {
               absl::Status shifted = ShiftRunning(rank_id, shift);
@@ -771,6 +808,8 @@ TraceReplayOptions CassiniMode(TraceReplayOptions base) {
   base.pin_running = false;
   base.ranking_policy.min_gain = -1;
   base.ranking_policy.discard_loops = true;
+  base.start_delay_min_gain = -1;
+  base.keep_packing = false;
   return base;
 }
 
@@ -873,6 +912,8 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["realignments"] = r.realignments;
   out["running_shifts"] = r.running_shifts;
   out["discarded_loops"] = r.discarded_loops;
+  out["undelayed_starts"] = r.undelayed_starts;
+  out["packing_dropped"] = r.packing_dropped;
   out["contested_rounds"] = nlohmann::ordered_json::array();
   for (const ContestedRound& c : r.contested) {
     out["contested_rounds"].push_back({{"time_s", c.time_s},

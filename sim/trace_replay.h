@@ -153,6 +153,21 @@ struct TraceReplayOptions {
   // Cassini mode sets min_gain < 0 (the paper ranks by the compatibility
   // score) and discard_loops (CassiniMode below).
   placer::RankingPolicyOptions ranking_policy;
+  // Plugin on: a new job waits for its slot only when the shifts are
+  // predicted to gain more than this on one of the chosen candidate's
+  // contended links it crosses (the link's score S minus its random-phase
+  // score R, placer::RandomPhaseScore: what starting at once, at a random
+  // phase, would get); otherwise it starts at once, as with the plugin off,
+  // since a start delay that buys nothing still reorders later rounds of a
+  // non-preemptive schedule. < 0: every shifted job waits (Cassini mode).
+  // Default 0: a job waits when its shifts gain anything (docs/simulator.md).
+  double start_delay_min_gain = 0;
+  // Plugin on: a candidate that leaves fewer whole free servers than the
+  // host's first is not ranked (it cannot overtake): a choice that
+  // fragments the cluster makes the next large job queue, a cost no
+  // round's link prediction sees. Default true (Cassini mode: false;
+  // measured in docs/simulator.md).
+  bool keep_packing = true;
   // Plugin on: running jobs are pinned at their current phase (SPEC 4,
   // beyond; default true), so only new jobs move. False (Cassini): the solver
   // shifts every job of the affinity graph freely, and each running job whose
@@ -228,6 +243,8 @@ struct TraceReport {
   uint64_t realignments = 0;      // once: iterations held back to the intended phase
   uint64_t running_shifts = 0;    // pin_running off: running jobs shifted once to a new slot
   uint64_t discarded_loops = 0;   // discard_loops: candidates discarded for a loop
+  uint64_t undelayed_starts = 0;  // start_delay_min_gain: shifted new jobs started at once
+  uint64_t packing_dropped = 0;   // keep_packing: candidates not ranked
   std::vector<ContestedRound> contested;  // in time order
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and

@@ -44,6 +44,8 @@ struct SimulateFlags {
   double duration_jitter = 0;
   uint64_t jitter_seed = 0;
   std::vector<std::string> duration_factors;
+  double start_delay_min_gain = sim::TraceReplayOptions{}.start_delay_min_gain;
+  std::string keep_packing = sim::TraceReplayOptions{}.keep_packing ? "on" : "off";
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
@@ -104,6 +106,9 @@ void RunTrace(const SimulateFlags& flags) {
   options.random_start_seed = flags.random_seed;
   options.duration_jitter = flags.duration_jitter;
   options.duration_jitter_seed = flags.jitter_seed;
+  options.start_delay_min_gain = flags.start_delay_min_gain;
+  if (flags.keep_packing != "on" && flags.keep_packing != "off") Fail(kExitBadInput, "--keep-packing: must be on or off");
+  options.keep_packing = flags.keep_packing == "on";
   for (const std::string& entry : flags.duration_factors) {
     const size_t eq = entry.rfind('=');
     double factor = 0;
@@ -273,6 +278,14 @@ void AddSimulateCommand(CLI::App& app) {
                   "Trace replay: ID=FACTOR[,ID=FACTOR...], those jobs' run times times FACTOR in (0, 10] "
                   "(a targeted noise control)")
       ->delimiter(',');
+  cmd->add_option("--start-delay-min-gain", flags->start_delay_min_gain,
+                  "Trace replay: a new job waits for its slot only when its shifts gain more than this over "
+                  "random phases on one of its links (< 0: always wait)")
+      ->capture_default_str();
+  cmd->add_option("--keep-packing", flags->keep_packing,
+                  "Trace replay: candidates that leave fewer whole free servers than the host's first are not "
+                  "ranked, on|off")
+      ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();
   cmd->add_option("--reslot", flags->reslot, "Trace replay, pace mode: re-slot after an overrun on|off")

@@ -550,6 +550,102 @@ TEST(TraceReplayTest, TakesAnyHostSchedulerBehindTheSeam) {
   EXPECT_GE(host.calls, 3);
 }
 
+// A host that proposes fixed candidates per pending job (for the rounds of
+// a scripted replay): job -> candidates, each the job's GPU servers.
+class ScriptedHost final : public host_scheduler::HostSchedulerAdapter {
+ public:
+  explicit ScriptedHost(std::map<std::string, std::vector<std::vector<std::string>>> script)
+      : script_(std::move(script)) {}
+  std::string_view name() const override { return "scripted"; }
+  absl::StatusOr<std::vector<host_scheduler::CandidateAllocation>> Propose(
+      const host_scheduler::SchedulingRound& round, uint32_t k) override {
+    std::vector<host_scheduler::CandidateAllocation> out;
+    if (round.pending.empty()) return out;
+    const std::string& job = round.pending.front().id;
+    for (const std::vector<std::string>& servers : script_.at(job)) {
+      if (out.size() == k) break;
+      host_scheduler::CandidateAllocation c;
+      c.id = absl::StrCat(job, "#", out.size());
+      c.servers[job] = servers;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::vector<std::string>>> script_;
+};
+
+// Two 2-GPU gradient jobs on 8 servers of 2 GPUs (4 leaves of 2): a runs on
+// s1 + s3; b may join it there (candidate 0: the free halves, sharing a's
+// NICs; its Up phase is 70 % of its iteration, so the two cannot
+// interleave) or take s5 + s7 (candidate 1: no shared link, two whole
+// servers fewer left free).
+TraceReplayOptions PackingScenario(ScriptedHost* host) {
+  TraceReplayOptions options;
+  options.models_dir = "data/models";
+  options.host = host;
+  options.fabric = "leaf-spine:8:2:2:2";
+  options.top_k = 2;
+  TraceJob a{.id = "a", .arrival_us = 0, .gpus = 2, .model = "grad", .duration_s = 30,
+             .compute_us = 10000, .gradient_bytes = 150e6};
+  TraceJob b = a;
+  b.id = "b";
+  b.arrival_us = 1e6;
+  options.jobs = {a, b};
+  return options;
+}
+
+TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeServers) {
+  ScriptedHost host({{"a", {{"s1", "s3"}}}, {"b", {{"s1", "s3"}, {"s5", "s7"}}}});
+  TraceReplayOptions options = PackingScenario(&host);
+  EXPECT_TRUE(options.keep_packing);  // the default
+  absl::StatusOr<TraceReport> kept = ReplayTrace(options);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->packing_dropped, 1u);
+  EXPECT_EQ(kept->overtaken_rounds, 0u);
+  EXPECT_EQ(TraceReportToJson(*kept)["packing_dropped"], 1);
+  options.keep_packing = false;
+  absl::StatusOr<TraceReport> spread = ReplayTrace(options);
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  EXPECT_EQ(spread->packing_dropped, 0u);
+  EXPECT_EQ(spread->overtaken_rounds, 1u);  // the prediction prefers the whole servers
+  ASSERT_EQ(spread->contested.size(), 1u);
+  EXPECT_EQ(spread->contested[0].chosen, "1");
+  for (const TraceJobResult& j : spread->jobs) EXPECT_DOUBLE_EQ(j.slowdown, 1.0) << j.id;
+  // Cassini mode ranks every candidate.
+  EXPECT_FALSE(CassiniMode(PackingScenario(&host)).keep_packing);
+}
+
+// b shares only spine links with a, at 1:2 oversubscription (each spine link
+// carries both Up phases at once): its shifts buy nothing, so it starts on
+// arrival instead of waiting for its slot.
+TEST(TraceReplayTest, ANewJobWaitsForItsSlotOnlyWhenTheShiftsGain) {
+  ScriptedHost host({{"a", {{"s1", "s3"}}}, {"b", {{"s2", "s4"}}}});
+  TraceReplayOptions options = PackingScenario(&host);
+  options.fabric = "leaf-spine:8:0.5:2:2";
+  options.top_k = 1;
+  EXPECT_EQ(options.start_delay_min_gain, 0);  // the default
+  absl::StatusOr<TraceReport> at_once = ReplayTrace(options);
+  ASSERT_TRUE(at_once.ok()) << at_once.status();
+  EXPECT_EQ(at_once->ranked_rounds, 2u);  // a alone, then b beside it
+  EXPECT_EQ(at_once->undelayed_starts, 1u);
+  EXPECT_EQ(at_once->excess_bytes, 0);
+  for (const TraceJobResult& j : at_once->jobs) EXPECT_EQ(j.start_us, j.arrival_us) << j.id;
+  options.start_delay_min_gain = -1;  // every shifted job waits (as before; Cassini)
+  absl::StatusOr<TraceReport> waits = ReplayTrace(options);
+  ASSERT_TRUE(waits.ok()) << waits.status();
+  EXPECT_EQ(waits->undelayed_starts, 0u);
+  EXPECT_LT(CassiniMode(options).start_delay_min_gain, 0);
+  // With a's NICs shared (the packing scenario's candidate 0) the shifts gain: b waits.
+  ScriptedHost shared({{"a", {{"s1", "s3"}}}, {"b", {{"s1", "s3"}}}});
+  options = PackingScenario(&shared);
+  options.top_k = 1;
+  absl::StatusOr<TraceReport> gains = ReplayTrace(options);
+  ASSERT_TRUE(gains.ok()) << gains.status();
+  EXPECT_EQ(gains->undelayed_starts, 0u);
+}
+
 TEST(TraceReplayTest, RejectsBadOptions) {
   TraceReplayOptions options;
   options.trace_path = "data/traces/pollux_workload-1.csv";
