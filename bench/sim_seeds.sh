@@ -17,15 +17,17 @@
 # distribution, not one draw; the last lines give the bound over all seeds and draws.
 # JITTERS="0.005 0.01" (default; "" for none). PAIRED=1 also runs `on` with each jitter draw and
 # prints on/off on the same jittered jobs: the plugin's effect over R perturbed copies of each
-# seed instead of one. JOBS=N runs N replays at once (default 1).
+# seed instead of one, and a summary over all paired worlds. JOBS=N runs N replays at once
+# (default 1). KEEP=DIR keeps every replay's JSON there.
 # usage: bench/sim_seeds.sh [BUILD_DIR] [MODE once|pace] [FIRST_SEED] [LAST_SEED] [EXTRA ARGS FOR on...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"; mode="${2:-once}"; first="${3:-1}"; last="${4:-10}"
 shift $(( $# < 4 ? $# : 4 ))
 reps="${REPLICATES:-1}"; jitters="${JITTERS-0.005 0.01}"; paired="${PAIRED:-0}"
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
+out="${KEEP:-$(mktemp -d)}"
+mkdir -p "$out"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
 common=(--trace data/traces/pollux_workload-1.csv --scheduler themis --fabric leaf-spine:24:2:8
         --median-duration 1800 --top-k 4 --no-progress)
 on_args=(--plugin on --mode "$mode" "$@")
@@ -101,4 +103,16 @@ if paired:
             es = [excess(a, b) for a, b in pairs]
             cells.append(f"{min(ms):>11.3f}..{max(ms):<.3f} {min(ps):>6.3f}..{max(ps):<.3f} {min(es):>5.2f}..{max(es):<.2f}")
         print(f"{s:>4} | " + " | ".join(cells))
+    # Every paired world: the unjittered run and each jittered draw, all seeds.
+    import math
+    worlds = [(load(f"on_{s}"), load(f"off_{s}")) for s in range(first, last + 1)]
+    worlds += [(load(f"onjitter_{f}_{s}_{r}"), load(f"jitter_{f}_{s}_{r}"))
+               for f in jitters for s in range(first, last + 1) for r in range(1, reps + 1)]
+    print(f"all {len(worlds)} paired worlds, on / off: geometric mean, max, worlds worse by > 2 %")
+    for name, get in (("JCT mean", lambda a, b: ratio(a, b, "mean")), ("JCT p99", lambda a, b: ratio(a, b, "p99")),
+                      ("excess", excess)):
+        v = [get(a, b) for a, b in worlds]
+        fin = [x for x in v if 0 < x < float("inf")]
+        g = math.exp(sum(math.log(x) for x in fin) / len(fin)) if fin else float("nan")
+        print(f"  {name:<9} {g:.4f}  max {max(v):.4f}  worse {sum(x > 1.02 for x in v)}/{len(v)}")
 PY
