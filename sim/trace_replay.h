@@ -22,8 +22,12 @@
 // (GPUs per server); a job on one server loads no link and is simulated as
 // one compute phase of its whole run. With the plugin on, every scheduling
 // round ranks the host's K candidates with the running jobs pinned at their
-// current phase, runs the best one and starts each new job at its next slot;
-// with it off, the host's first candidate runs and jobs start at once.
+// current phase, runs the best one and starts each new job at its next slot
+// (when its shifts gain over random phases: start_delay_min_gain; candidates
+// that leave fewer whole free servers than the host's first are not ranked:
+// keep_packing); with it off, the host's first candidate runs and jobs start
+// at once. duration_jitter and duration_factors perturb run times alike in
+// every mode: the noise controls.
 //
 // Scheduling is non-preemptive; rounds run at every arrival and completion.
 #ifndef PHASOR_SIM_TRACE_REPLAY_H_
