@@ -306,6 +306,11 @@ class Replayer {
                            : options_.ranking_policy.discard_loops ? "cassini"
                                                                    : "on";
     report_.pace = options_.pace;
+    report_.duration_jitter = options_.duration_jitter;
+    if (options_.duration_jitter > 0) {
+      report_.duration_jitter_seed =
+          options_.duration_jitter_seed != 0 ? options_.duration_jitter_seed : options_.seed;
+    }
 
     std::vector<SimLink> links;
     for (const topology::Link& l : topo_.links()) {
@@ -469,6 +474,28 @@ class Replayer {
     if (!candidates.ok()) return candidates.status();
     if (candidates->empty()) return absl::OkStatus();
     ++report_.rounds;
+    if (options_.plugin && options_.keep_packing && candidates->size() > 1) {
+      // Whole free servers each candidate leaves; none may leave fewer than
+      // the host's first (the next large job must fit as well).
+      auto free_servers_after = [&](const CandidateAllocation& c) {
+        std::map<std::string, uint32_t> used;
+        for (const auto& [job, gpu_servers] : c.servers) {
+          for (const std::string& server : gpu_servers) ++used[server];
+        }
+        size_t whole = 0;
+        for (const ServerView& v : servers_) {
+          auto u = used.find(v.id);
+          whole += v.free_gpus == v.gpus && (u == used.end() || u->second == 0);
+        }
+        return whole;
+      };
+      const size_t host_free = free_servers_after(candidates->front());
+      const size_t before = candidates->size();
+      std::erase_if(*candidates, [&, first = &candidates->front()](const CandidateAllocation& c) {
+        return &c != first && free_servers_after(c) < host_free;
+      });
+      report_.packing_dropped += before - candidates->size();
+    }
     // Plans of every candidate (a job's plan depends on its servers).
     std::vector<std::map<std::string, Plan>> plans(candidates->size());
     for (size_t c = 0; c < candidates->size(); ++c) {
@@ -565,9 +592,24 @@ class Replayer {
           }
           chosen = static_cast<size_t>(best_index);
           const std::string suffix = absl::StrCat("@", chosen);
+          // The new jobs whose shifts buy something over random phases.
+          std::set<std::string> worth_waiting;
+          if (options_.start_delay_min_gain >= 0) {
+            const placer::Candidate& spec = request.candidates[chosen];
+            for (const placer::LinkResult& l : best.links) {
+              if (l.score - placer::RandomPhaseScore(request, spec, l) <= options_.start_delay_min_gain + 1e-12) {
+                continue;
+              }
+              worth_waiting.insert(l.jobs.begin(), l.jobs.end());
+            }
+          }
           for (const auto& [rank_id, shift] : best.shifts_us) {
             if (rank_id.size() > suffix.size() &&
                 rank_id.compare(rank_id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+              if (options_.start_delay_min_gain >= 0 && !worth_waiting.contains(rank_id)) {
+                ++report_.undelayed_starts;
+                continue;
+              }
               shifts[rank_id.substr(0, rank_id.size() - suffix.size())] = shift;
             } else if (!options_.pin_running) {
               absl::Status shifted = ShiftRunning(rank_id, shift);
@@ -734,6 +776,22 @@ class Replayer {
 
 }  // namespace
 
+absl::Status ApplyDurationJitter(double fraction, uint64_t seed, std::vector<TraceJob>& jobs) {
+  if (!(fraction >= 0 && fraction <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("duration_jitter: ", fraction, " is not a fraction in [0, 0.5]"));
+  }
+  if (fraction == 0) return absl::OkStatus();
+  for (TraceJob& job : jobs) {
+    // FNV-1a of the id: the same factor on every platform and build.
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char ch : job.id) h = (h ^ ch) * 0x100000001b3ULL;
+    const double u = Unit(SplitMix(SplitMix(seed) ^ h));
+    job.duration_s = std::max(1.0, job.duration_s * (1 + fraction * (2 * u - 1)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options) {
   absl::StatusOr<topology::Topology> topo = MakeFabric(options);
   if (!topo.ok()) return topo.status();
@@ -750,6 +808,8 @@ TraceReplayOptions CassiniMode(TraceReplayOptions base) {
   base.pin_running = false;
   base.ranking_policy.min_gain = -1;
   base.ranking_policy.discard_loops = true;
+  base.start_delay_min_gain = -1;
+  base.keep_packing = false;
   return base;
 }
 
@@ -783,6 +843,21 @@ absl::StatusOr<TraceReport> ReplayTrace(const TraceReplayOptions& options) {
     return absl::InvalidArgumentError("trace_path: no trace file and no generated jobs");
   }
   if (!jobs.ok()) return jobs.status();
+  const uint64_t jitter_seed = options.duration_jitter_seed != 0 ? options.duration_jitter_seed : options.seed;
+  if (absl::Status jitter = ApplyDurationJitter(options.duration_jitter, jitter_seed, *jobs); !jitter.ok()) {
+    return jitter;
+  }
+  for (const auto& [id, factor] : options.duration_factors) {
+    if (!(factor > 0 && factor <= 10)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("duration_factors[", id, "]: ", factor, " is not a factor in (0, 10]"));
+    }
+    auto job = std::find_if(jobs->begin(), jobs->end(), [&, &want = id](const TraceJob& j) { return j.id == want; });
+    if (job == jobs->end()) {
+      return absl::InvalidArgumentError(absl::StrCat("duration_factors[", id, "]: no job of that id"));
+    }
+    job->duration_s = std::max(1.0, job->duration_s * factor);
+  }
   for (size_t i = 0; i < jobs->size(); ++i) {
     const TraceJob& job = (*jobs)[i];
     if (i > 0 && job.arrival_us < (*jobs)[i - 1].arrival_us) {
@@ -818,6 +893,10 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["scheduler"] = r.scheduler;
   out["plugin"] = r.plugin_label;
   out["mode"] = r.pace ? "pace" : "once";
+  // Only when set: a run without the control prints what it printed before.
+  if (r.duration_jitter > 0) {
+    out["duration_jitter"] = {{"fraction", r.duration_jitter}, {"seed", r.duration_jitter_seed}};
+  }
   out["cluster"] = {{"servers", r.servers}, {"gpus", r.gpus}, {"links", r.links}};
   out["jobs_completed"] = r.jobs.size();
   out["jobs_unfinished"] = r.unfinished;
@@ -833,6 +912,8 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["realignments"] = r.realignments;
   out["running_shifts"] = r.running_shifts;
   out["discarded_loops"] = r.discarded_loops;
+  out["undelayed_starts"] = r.undelayed_starts;
+  out["packing_dropped"] = r.packing_dropped;
   out["contested_rounds"] = nlohmann::ordered_json::array();
   for (const ContestedRound& c : r.contested) {
     out["contested_rounds"].push_back({{"time_s", c.time_s},

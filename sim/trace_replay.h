@@ -22,8 +22,12 @@
 // (GPUs per server); a job on one server loads no link and is simulated as
 // one compute phase of its whole run. With the plugin on, every scheduling
 // round ranks the host's K candidates with the running jobs pinned at their
-// current phase, runs the best one and starts each new job at its next slot;
-// with it off, the host's first candidate runs and jobs start at once.
+// current phase, runs the best one and starts each new job at its next slot
+// (when its shifts gain over random phases: start_delay_min_gain; candidates
+// that leave fewer whole free servers than the host's first are not ranked:
+// keep_packing); with it off, the host's first candidate runs and jobs start
+// at once. duration_jitter and duration_factors perturb run times alike in
+// every mode: the noise controls.
 //
 // Scheduling is non-preemptive; rounds run at every arrival and completion.
 #ifndef PHASOR_SIM_TRACE_REPLAY_H_
@@ -114,6 +118,24 @@ struct TraceReplayOptions {
   // that several replicates of the control run on the same jobs (the
   // distribution of the noise, not one draw).
   uint64_t random_start_seed = 0;
+  // The second noise control, in every mode alike: each job's isolated run
+  // time is multiplied by a seeded factor uniform in [1 - F, 1 + F]
+  // (ApplyDurationJitter below), F = duration_jitter in [0, 0.5] (default 0:
+  // no change, the run is the same as without it). Jobs keep their arrival
+  // and model; the factor depends only on the job's id and the jitter seed,
+  // so runs of different modes with one F and seed replay the same jobs
+  // (paired comparisons stay paired). Real run times are never known to a
+  // few per cent: a schedule whose JCT moves more under F = 1 % than under
+  // the plugin says nothing about the plugin.
+  double duration_jitter = 0;
+  // duration_jitter's factors are drawn from this seed (0, default: `seed`).
+  uint64_t duration_jitter_seed = 0;
+  // A targeted control: job id -> factor in (0, 10] on its isolated run time
+  // (after duration_jitter; default none). E.g. "off, but the jobs the plugin
+  // sped up in an early round finish as early as with the plugin": their
+  // factors are their run times on / off. A name no job has is
+  // InvalidArgument naming it.
+  std::map<std::string, double> duration_factors;
   // Generated fabric when topology_path is empty:
   // "leaf-spine:N[:OVERSUB[:PER_LEAF[:GPUS]]]" = N servers of GPUS (default
   // 4) GPUs with 50 Gbit/s NICs, PER_LEAF (default 8) per leaf, 2 spines,
@@ -135,6 +157,21 @@ struct TraceReplayOptions {
   // Cassini mode sets min_gain < 0 (the paper ranks by the compatibility
   // score) and discard_loops (CassiniMode below).
   placer::RankingPolicyOptions ranking_policy;
+  // Plugin on: a new job waits for its slot only when the shifts are
+  // predicted to gain more than this on one of the chosen candidate's
+  // contended links it crosses (the link's score S minus its random-phase
+  // score R, placer::RandomPhaseScore: what starting at once, at a random
+  // phase, would get); otherwise it starts at once, as with the plugin off,
+  // since a start delay that buys nothing still reorders later rounds of a
+  // non-preemptive schedule. < 0: every shifted job waits (Cassini mode).
+  // Default 0: a job waits when its shifts gain anything (docs/simulator.md).
+  double start_delay_min_gain = 0;
+  // Plugin on: a candidate that leaves fewer whole free servers than the
+  // host's first is not ranked (it cannot overtake): a choice that
+  // fragments the cluster makes the next large job queue, a cost no
+  // round's link prediction sees. Default true (Cassini mode: false;
+  // measured in docs/simulator.md).
+  bool keep_packing = true;
   // Plugin on: running jobs are pinned at their current phase (SPEC 4,
   // beyond; default true), so only new jobs move. False (Cassini): the solver
   // shifts every job of the affinity graph freely, and each running job whose
@@ -192,6 +229,8 @@ struct TraceReport {
   std::string scheduler;
   bool plugin = false;
   bool random_start = false;  // the noise control (TraceReplayOptions::random_start)
+  double duration_jitter = 0;  // the second control (TraceReplayOptions::duration_jitter)
+  uint64_t duration_jitter_seed = 0;  // the seed its factors were drawn from
   std::string plugin_label;   // "off", "random", "on" (phasor) or "cassini" (CassiniMode)
   bool pace = false;
   size_t servers = 0, gpus = 0, links = 0;
@@ -208,6 +247,8 @@ struct TraceReport {
   uint64_t realignments = 0;      // once: iterations held back to the intended phase
   uint64_t running_shifts = 0;    // pin_running off: running jobs shifted once to a new slot
   uint64_t discarded_loops = 0;   // discard_loops: candidates discarded for a loop
+  uint64_t undelayed_starts = 0;  // start_delay_min_gain: shifted new jobs started at once
+  uint64_t packing_dropped = 0;   // keep_packing: candidates not ranked
   std::vector<ContestedRound> contested;  // in time order
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and
@@ -217,6 +258,13 @@ struct TraceReport {
   double record_from_us = 0, record_to_us = 0;
   std::vector<double> slowdown_samples;
 };
+
+// Multiplies each job's duration_s by 1 + fraction x (2u - 1), u uniform in
+// [0, 1) from a hash of (seed, the job's id): a factor in [1 - fraction,
+// 1 + fraction], the same for a job in every run with this seed; durations
+// stay at least 1 s (LoadTrace's floor). fraction 0 leaves `jobs` untouched.
+// InvalidArgument "duration_jitter: ..." unless 0 <= fraction <= 0.5.
+absl::Status ApplyDurationJitter(double fraction, uint64_t seed, std::vector<TraceJob>& jobs);
 
 // The GPUs of the replay's fabric (options.topology_path or options.fabric);
 // errors as ReplayTrace's for a bad fabric.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "cmd/phasor/commands.h"
 #include "nlohmann/json.hpp"
 #include "models/model_catalog.h"
@@ -40,6 +41,11 @@ struct SimulateFlags {
   double min_gain = 0.05;
   double min_headroom = 0.1;
   uint64_t random_seed = 0;
+  double duration_jitter = 0;
+  uint64_t jitter_seed = 0;
+  std::vector<std::string> duration_factors;
+  double start_delay_min_gain = sim::TraceReplayOptions{}.start_delay_min_gain;
+  std::string keep_packing = sim::TraceReplayOptions{}.keep_packing ? "on" : "off";
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
@@ -98,6 +104,19 @@ void RunTrace(const SimulateFlags& flags) {
   options.plugin = flags.plugin == "on";
   options.random_start = flags.plugin == "random";
   options.random_start_seed = flags.random_seed;
+  options.duration_jitter = flags.duration_jitter;
+  options.duration_jitter_seed = flags.jitter_seed;
+  options.start_delay_min_gain = flags.start_delay_min_gain;
+  if (flags.keep_packing != "on" && flags.keep_packing != "off") Fail(kExitBadInput, "--keep-packing: must be on or off");
+  options.keep_packing = flags.keep_packing == "on";
+  for (const std::string& entry : flags.duration_factors) {
+    const size_t eq = entry.rfind('=');
+    double factor = 0;
+    if (eq == std::string::npos || eq == 0 || !absl::SimpleAtod(entry.substr(eq + 1), &factor)) {
+      Fail(kExitBadInput, "--duration-factor: '" + entry + "' is not ID=FACTOR");
+    }
+    options.duration_factors[entry.substr(0, eq)] = factor;
+  }
   options.fabric = flags.fabric;
   options.topology_path = flags.topology;
   options.hours = flags.hours;
@@ -247,6 +266,25 @@ void AddSimulateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--random-seed", flags->random_seed,
                   "--plugin random: seed of the start delays (0: --seed), for replicates of the noise control")
+      ->capture_default_str();
+  cmd->add_option("--duration-jitter", flags->duration_jitter,
+                  "Trace replay: multiply each job's run time by a seeded factor in [1-F, 1+F], F in [0, 0.5] "
+                  "(the same jobs in every mode: a noise control)")
+      ->capture_default_str();
+  cmd->add_option("--jitter-seed", flags->jitter_seed,
+                  "--duration-jitter: seed of the factors (0: --seed), for replicates of the control")
+      ->capture_default_str();
+  cmd->add_option("--duration-factor", flags->duration_factors,
+                  "Trace replay: ID=FACTOR[,ID=FACTOR...], those jobs' run times times FACTOR in (0, 10] "
+                  "(a targeted noise control)")
+      ->delimiter(',');
+  cmd->add_option("--start-delay-min-gain", flags->start_delay_min_gain,
+                  "Trace replay: a new job waits for its slot only when its shifts gain more than this over "
+                  "random phases on one of its links (< 0: always wait)")
+      ->capture_default_str();
+  cmd->add_option("--keep-packing", flags->keep_packing,
+                  "Trace replay: candidates that leave fewer whole free servers than the host's first are not "
+                  "ranked, on|off")
       ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 #include "sim/trace_replay.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -352,6 +353,107 @@ TEST(TraceReplayTest, CompareModesRunsOffCassiniAndPhasorOnTheSameJobs) {
   EXPECT_THAT(ModeComparisonTable(*c), HasSubstr("iteration slowdown p99"));
 }
 
+// The second noise control: durations times a seeded factor in [1-F, 1+F].
+std::vector<TraceJob> ThreeJobs() {
+  return {{.id = "a", .arrival_us = 0, .gpus = 2, .model = "cifar10", .duration_s = 100},
+          {.id = "b", .arrival_us = 1e6, .gpus = 2, .model = "cifar10", .duration_s = 200},
+          {.id = "c", .arrival_us = 2e6, .gpus = 4, .model = "cifar10", .duration_s = 1.001}};
+}
+
+TEST(DurationJitterTest, ZeroLeavesJobsUntouchedAndOtherwiseStaysWithinTheBound) {
+  std::vector<TraceJob> jobs = ThreeJobs();
+  ASSERT_TRUE(ApplyDurationJitter(0, 6, jobs).ok());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].duration_s, ThreeJobs()[i].duration_s);
+
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 6, jobs).ok());
+  // Exact factors of seed 6 (FNV-1a of the id, SplitMix64): the same on every platform.
+  EXPECT_DOUBLE_EQ(jobs[0].duration_s, 100 * 1.0043048830502326);
+  EXPECT_DOUBLE_EQ(jobs[1].duration_s, 200 * 0.9945851457942901);
+  EXPECT_EQ(jobs[2].duration_s, 1.0);  // 1.001 x 0.9939: LoadTrace's floor of 1 s
+  for (size_t i = 0; i < 2; ++i) {
+    const double factor = jobs[i].duration_s / ThreeJobs()[i].duration_s;
+    EXPECT_GE(factor, 0.99) << i;
+    EXPECT_LE(factor, 1.01) << i;
+    EXPECT_NE(factor, 1.0) << i;
+    EXPECT_EQ(jobs[i].arrival_us, ThreeJobs()[i].arrival_us);
+  }
+  // Deterministic per seed; another seed draws other factors.
+  std::vector<TraceJob> again = ThreeJobs(), other = ThreeJobs();
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 6, again).ok());
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 8, other).ok());
+  EXPECT_EQ(again[0].duration_s, jobs[0].duration_s);
+  EXPECT_EQ(again[1].duration_s, jobs[1].duration_s);
+  EXPECT_NE(other[0].duration_s, jobs[0].duration_s);
+
+  for (double bad : {-0.01, 0.51, std::nan("")}) {
+    const absl::Status status = ApplyDurationJitter(bad, 6, jobs);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("duration_jitter: ")) << bad;
+  }
+}
+
+// In a replay the jittered durations are what runs (one-server jobs run
+// exactly their duration), every mode alike; F = 0 is the run without it.
+TEST(DurationJitterTest, ReplayRunsTheJitteredDurationsInEveryMode) {
+  TraceReplayOptions options;
+  options.models_dir = "data/models";
+  options.scheduler = "consolidate";
+  options.fabric = "leaf-spine:2:1:2";
+  options.jobs = ThreeJobs();
+  options.seed = 6;
+  options.plugin = false;
+  absl::StatusOr<TraceReport> plain = ReplayTrace(options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  options.duration_jitter = 0;
+  options.duration_jitter_seed = 3;
+  absl::StatusOr<TraceReport> zero = ReplayTrace(options);
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  nlohmann::ordered_json plain_json = TraceReportToJson(*plain), zero_json = TraceReportToJson(*zero);
+  plain_json.erase("wall_s");
+  zero_json.erase("wall_s");
+  EXPECT_EQ(plain_json.dump(), zero_json.dump());
+  EXPECT_FALSE(zero_json.contains("duration_jitter"));
+
+  options.duration_jitter = 0.01;
+  options.duration_jitter_seed = 0;  // --seed's factors
+  std::vector<TraceJob> expected = ThreeJobs();
+  ASSERT_TRUE(ApplyDurationJitter(0.01, 6, expected).ok());
+  for (bool plugin : {false, true}) {
+    options.plugin = plugin;
+    absl::StatusOr<TraceReport> jittered = ReplayTrace(options);
+    ASSERT_TRUE(jittered.ok()) << jittered.status();
+    ASSERT_EQ(jittered->jobs.size(), 3u);
+    for (const TraceJobResult& j : jittered->jobs) {  // in completion order
+      const size_t i = static_cast<size_t>(j.id[0] - 'a');
+      ASSERT_LT(i, 3u) << j.id;
+      EXPECT_FALSE(j.networked);
+      EXPECT_NEAR((j.finish_us - j.start_us) / 1e6, expected[i].duration_s, 1e-6) << j.id;
+      EXPECT_EQ(j.arrival_us, expected[i].arrival_us) << j.id;
+    }
+    const nlohmann::ordered_json json = TraceReportToJson(*jittered);
+    EXPECT_EQ(json["duration_jitter"]["fraction"], 0.01);
+    EXPECT_EQ(json["duration_jitter"]["seed"], 6);
+  }
+  // A targeted factor after the jitter; a bad one names the job.
+  options.duration_factors = {{"b", 0.5}};
+  absl::StatusOr<TraceReport> targeted = ReplayTrace(options);
+  ASSERT_TRUE(targeted.ok()) << targeted.status();
+  for (const TraceJobResult& j : targeted->jobs) {
+    if (j.id == "b") {
+      EXPECT_NEAR((j.finish_us - j.start_us) / 1e6, expected[1].duration_s * 0.5, 1e-6);
+    }
+  }
+  options.duration_factors = {{"b", 0}};
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("duration_factors[b]: 0 is not a factor in (0, 10]"));
+  options.duration_factors = {{"zz", 0.5}};
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()), HasSubstr("duration_factors[zz]: no job of that id"));
+  options.duration_factors.clear();
+  options.duration_jitter = 0.6;
+  EXPECT_THAT(std::string(ReplayTrace(options).status().message()),
+              HasSubstr("duration_jitter: 0.6 is not a fraction in [0, 0.5]"));
+}
+
 TEST(PoissonWorkloadTest, OffersTheLoadWithTheModelMix) {
   absl::StatusOr<ModelCatalog> models = ModelCatalog::Load("data/models");
   ASSERT_TRUE(models.ok()) << models.status();
@@ -446,6 +548,102 @@ TEST(TraceReplayTest, TakesAnyHostSchedulerBehindTheSeam) {
   EXPECT_EQ(report->ranked_rounds, 0u);       // one-server jobs load no link
   EXPECT_EQ(host.last_k, 3u);
   EXPECT_GE(host.calls, 3);
+}
+
+// A host that proposes fixed candidates per pending job (for the rounds of
+// a scripted replay): job -> candidates, each the job's GPU servers.
+class ScriptedHost final : public host_scheduler::HostSchedulerAdapter {
+ public:
+  explicit ScriptedHost(std::map<std::string, std::vector<std::vector<std::string>>> script)
+      : script_(std::move(script)) {}
+  std::string_view name() const override { return "scripted"; }
+  absl::StatusOr<std::vector<host_scheduler::CandidateAllocation>> Propose(
+      const host_scheduler::SchedulingRound& round, uint32_t k) override {
+    std::vector<host_scheduler::CandidateAllocation> out;
+    if (round.pending.empty()) return out;
+    const std::string& job = round.pending.front().id;
+    for (const std::vector<std::string>& servers : script_.at(job)) {
+      if (out.size() == k) break;
+      host_scheduler::CandidateAllocation c;
+      c.id = absl::StrCat(job, "#", out.size());
+      c.servers[job] = servers;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::vector<std::string>>> script_;
+};
+
+// Two 2-GPU gradient jobs on 8 servers of 2 GPUs (4 leaves of 2): a runs on
+// s1 + s3; b may join it there (candidate 0: the free halves, sharing a's
+// NICs; its Up phase is 70 % of its iteration, so the two cannot
+// interleave) or take s5 + s7 (candidate 1: no shared link, two whole
+// servers fewer left free).
+TraceReplayOptions PackingScenario(ScriptedHost* host) {
+  TraceReplayOptions options;
+  options.models_dir = "data/models";
+  options.host = host;
+  options.fabric = "leaf-spine:8:2:2:2";
+  options.top_k = 2;
+  TraceJob a{.id = "a", .arrival_us = 0, .gpus = 2, .model = "grad", .duration_s = 30,
+             .compute_us = 10000, .gradient_bytes = 150e6};
+  TraceJob b = a;
+  b.id = "b";
+  b.arrival_us = 1e6;
+  options.jobs = {a, b};
+  return options;
+}
+
+TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeServers) {
+  ScriptedHost host({{"a", {{"s1", "s3"}}}, {"b", {{"s1", "s3"}, {"s5", "s7"}}}});
+  TraceReplayOptions options = PackingScenario(&host);
+  EXPECT_TRUE(options.keep_packing);  // the default
+  absl::StatusOr<TraceReport> kept = ReplayTrace(options);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->packing_dropped, 1u);
+  EXPECT_EQ(kept->overtaken_rounds, 0u);
+  EXPECT_EQ(TraceReportToJson(*kept)["packing_dropped"], 1);
+  options.keep_packing = false;
+  absl::StatusOr<TraceReport> spread = ReplayTrace(options);
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  EXPECT_EQ(spread->packing_dropped, 0u);
+  EXPECT_EQ(spread->overtaken_rounds, 1u);  // the prediction prefers the whole servers
+  ASSERT_EQ(spread->contested.size(), 1u);
+  EXPECT_EQ(spread->contested[0].chosen, "1");
+  for (const TraceJobResult& j : spread->jobs) EXPECT_DOUBLE_EQ(j.slowdown, 1.0) << j.id;
+  // Cassini mode ranks every candidate.
+  EXPECT_FALSE(CassiniMode(PackingScenario(&host)).keep_packing);
+}
+
+// b shares only spine links with a, at 1:2 oversubscription (each spine link
+// carries both Up phases at once): its shifts buy nothing, so it starts on
+// arrival instead of waiting for its slot.
+TEST(TraceReplayTest, ANewJobWaitsForItsSlotOnlyWhenTheShiftsGain) {
+  ScriptedHost host({{"a", {{"s1", "s3"}}}, {"b", {{"s2", "s4"}}}});
+  TraceReplayOptions options = PackingScenario(&host);
+  options.fabric = "leaf-spine:8:0.5:2:2";
+  options.top_k = 1;
+  EXPECT_EQ(options.start_delay_min_gain, 0);  // the default
+  absl::StatusOr<TraceReport> at_once = ReplayTrace(options);
+  ASSERT_TRUE(at_once.ok()) << at_once.status();
+  EXPECT_EQ(at_once->ranked_rounds, 2u);  // a alone, then b beside it
+  EXPECT_EQ(at_once->undelayed_starts, 1u);
+  EXPECT_EQ(at_once->excess_bytes, 0);
+  for (const TraceJobResult& j : at_once->jobs) EXPECT_EQ(j.start_us, j.arrival_us) << j.id;
+  options.start_delay_min_gain = -1;  // every shifted job waits (as before; Cassini)
+  absl::StatusOr<TraceReport> waits = ReplayTrace(options);
+  ASSERT_TRUE(waits.ok()) << waits.status();
+  EXPECT_EQ(waits->undelayed_starts, 0u);
+  EXPECT_LT(CassiniMode(options).start_delay_min_gain, 0);
+  // With a's NICs shared (the packing scenario's candidate 0) the shifts gain: b waits.
+  ScriptedHost shared({{"a", {{"s1", "s3"}}}, {"b", {{"s1", "s3"}}}});
+  options = PackingScenario(&shared);
+  options.top_k = 1;
+  absl::StatusOr<TraceReport> gains = ReplayTrace(options);
+  ASSERT_TRUE(gains.ok()) << gains.status();
+  EXPECT_EQ(gains->undelayed_starts, 0u);
 }
 
 TEST(TraceReplayTest, RejectsBadOptions) {
