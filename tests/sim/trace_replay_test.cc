@@ -12,6 +12,7 @@
 #include "sim/poisson_workload.h"
 
 namespace phasor::sim {
+namespace trace_replay_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -483,4 +484,5 @@ TEST(TraceReplayTest, RejectsBadOptions) {
 }
 
 }  // namespace
+}  // namespace trace_replay_test
 }  // namespace phasor::sim
