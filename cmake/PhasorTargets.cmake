@@ -57,7 +57,8 @@ endfunction()
 function(phasor_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS" ${ARGN})
   if(NOT TARGET phasor_test_pch)
-    file(WRITE ${PROJECT_BINARY_DIR}/phasor_test_pch.cc "// The precompiled header of the tests.\n")
+    file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/phasor_test_pch.cc
+         CONTENT "// The precompiled header of the tests.\n" @ONLY)
     add_library(phasor_test_pch OBJECT ${PROJECT_BINARY_DIR}/phasor_test_pch.cc)
     target_link_libraries(phasor_test_pch PRIVATE GTest::gtest GTest::gmock
                           nlohmann_json::nlohmann_json absl::status absl::statusor absl::strings)
