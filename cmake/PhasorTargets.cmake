@@ -25,17 +25,51 @@ function(phasor_library name)
   phasor_warnings(${name})
 endfunction()
 
-# phasor_test(NAME SOURCES... DEPS ...): a GoogleTest binary registered with ctest.
+# The third-party headers every test reads (GoogleTest and gMock, JSON,
+# abseil, protobuf, cppzmq), precompiled once for the whole suite: each test
+# executable reuses the header of phasor_test_pch, an object library compiled
+# with the tests' flags (-O1; GCC rejects a header precompiled with other
+# flags, and -Winvalid-pch with -Werror turns that into an error). Only system
+# headers go here: the project's own headers change too often.
+set(PHASOR_TEST_PCH_HEADERS
+    <gtest/gtest.h> <gmock/gmock.h> <nlohmann/json.hpp>
+    <absl/status/status.h> <absl/status/statusor.h> <absl/strings/str_cat.h>
+    <absl/strings/str_format.h> <zmq.hpp>
+    <google/protobuf/message.h> <google/protobuf/generated_message_reflection.h>
+    <google/protobuf/repeated_field.h> <google/protobuf/map.h> <google/protobuf/map_entry.h>
+    <google/protobuf/map_field_inl.h> <google/protobuf/util/message_differencer.h>
+    <algorithm> <chrono> <filesystem> <fstream> <map> <random> <sstream> <string> <thread>
+    <vector>)
+
+# Test code is set-up and assertions (the code under test comes from the
+# modules, built as configured): -O1 compiles it a quarter faster than -O2.
+function(phasor_test_options target)
+  phasor_warnings(${target})
+  if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release)$")
+    target_compile_options(${target} PRIVATE -O1)
+  endif()
+endfunction()
+
+# phasor_test(NAME SOURCES... DEPS ...): a GoogleTest binary registered with
+# ctest. Its sources compile as one unity file when PHASOR_UNITY_BUILD is on
+# (names in the anonymous namespaces of one test's files are distinct; helpers
+# two files need live in tests/testing/), with the suite's precompiled header.
 function(phasor_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  if(NOT TARGET phasor_test_pch)
+    file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/phasor_test_pch.cc
+         CONTENT "// The precompiled header of the tests.\n" @ONLY)
+    add_library(phasor_test_pch OBJECT ${PROJECT_BINARY_DIR}/phasor_test_pch.cc)
+    target_link_libraries(phasor_test_pch PRIVATE GTest::gtest GTest::gmock
+                          nlohmann_json::nlohmann_json absl::status absl::statusor absl::strings)
+    phasor_test_options(phasor_test_pch)
+    target_precompile_headers(phasor_test_pch PRIVATE ${PHASOR_TEST_PCH_HEADERS})
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  phasor_warnings(${name})
-  # Test code is set-up and assertions (the code under test comes from the
-  # modules, built as configured): -O1 compiles it a quarter faster than -O2.
-  if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release)$")
-    target_compile_options(${name} PRIVATE -O1)
-  endif()
+  phasor_test_options(${name})
+  target_precompile_headers(${name} REUSE_FROM phasor_test_pch)
+  set_target_properties(${name} PROPERTIES UNITY_BUILD ${PHASOR_UNITY_BUILD} UNITY_BUILD_BATCH_SIZE 0)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -52,8 +86,8 @@ function(phasor_benchmark name)
   phasor_warnings(${name})
 endfunction()
 
-# phasor_fuzzer(NAME SOURCES... LIBS... CORPUS... [DEFINES...] [DEPENDS target...]
-# [MAX_LEN n]): a libFuzzer target built by clang++ with
+# phasor_fuzzer(NAME SOURCES... [UNITY_SOURCES...] LIBS... CORPUS... [DEFINES...]
+# [DEPENDS target...] [MAX_LEN n]): a libFuzzer target built by clang++ with
 # -fsanitize=fuzzer,address,undefined from the listed sources (the code under
 # test is compiled here, instrumented; LIBS are linked as built, by target name
 # or file), when clang++ is installed; ctest runs it briefly on its seed
@@ -62,10 +96,13 @@ endfunction()
 # NAME=VALUE macros for the sources; DEPENDS names targets to build first
 # (e.g. one that generates a corpus).
 #
-# Each source compiles to its own object with a depfile (so a header change
-# rebuilds exactly what includes it), and fuzzers of one directory that list
-# the same source with the same DEFINES share its object: the placer's two
-# fuzzers compile the placer once.
+# Each of SOURCES compiles to its own object with a depfile (so a header
+# change rebuilds exactly what includes it); UNITY_SOURCES compile together as
+# one object (a generated file that includes them, when PHASOR_UNITY_BUILD is
+# on: the headers and templates they share are parsed and instrumented once;
+# they follow the modules' unity rule). Fuzzers of one directory that list the
+# same source, or the same UNITY_SOURCES, with the same DEFINES share its
+# object: the placer's two fuzzers compile the placer once.
 # The abseil libraries a fuzzer built from sources links (shared, so listing
 # one a target does not need costs nothing).
 set(PHASOR_FUZZ_ABSL absl::status absl::statusor absl::strings absl::cord absl::str_format_internal
@@ -75,7 +112,7 @@ set(PHASOR_FUZZ_ABSL absl::status absl::statusor absl::strings absl::cord absl::
     absl::debugging_internal absl::demangle_internal absl::spinlock_wait)
 set(PHASOR_FUZZ_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 function(phasor_fuzzer name)
-  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;LIBS;CORPUS;DEFINES;DEPENDS" ${ARGN})
+  cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;UNITY_SOURCES;LIBS;CORPUS;DEFINES;DEPENDS" ${ARGN})
   find_program(PHASOR_CLANGXX NAMES clang++ clang++-14)
   if(NOT PHASOR_CLANGXX)
     return()
@@ -95,12 +132,27 @@ function(phasor_fuzzer name)
     list(APPEND defines -D${d})
   endforeach()
   # The objects: one per (source, DEFINES), named by a hash of both, defined
-  # once per directory (a directory property remembers which exist).
+  # once per directory (a directory property remembers which exist). The
+  # unity group is one more such source: a generated file including its list.
   string(SHA1 flavour "${ARG_DEFINES}")
   string(SUBSTRING ${flavour} 0 8 flavour)
   get_directory_property(defined PHASOR_FUZZ_OBJECTS)
+  set(sources ${ARG_SOURCES})
+  if(ARG_UNITY_SOURCES AND PHASOR_UNITY_BUILD)
+    string(SHA1 key "${ARG_UNITY_SOURCES}")
+    string(SUBSTRING ${key} 0 8 key)
+    set(unity ${CMAKE_CURRENT_BINARY_DIR}/fuzz_objects/unity-${key}.cc)
+    set(text "// Generated by phasor_fuzzer: one instrumented object for these sources.\n")
+    foreach(src ${ARG_UNITY_SOURCES})
+      string(APPEND text "#include \"${src}\"\n")
+    endforeach()
+    file(CONFIGURE OUTPUT ${unity} CONTENT "${text}" @ONLY)
+    list(APPEND sources ${unity})
+  else()
+    list(APPEND sources ${ARG_UNITY_SOURCES})
+  endif()
   set(objects)
-  foreach(src ${ARG_SOURCES})
+  foreach(src ${sources})
     get_filename_component(stem ${src} NAME_WE)
     string(SHA1 key "${src}")
     string(SUBSTRING ${key} 0 8 key)

@@ -50,7 +50,7 @@ struct DiagnoseFlags {
   double up_threshold = 0.1;
 };
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailDiagnose(int code, const std::string& message) {
   FailCommand("diagnose", code, message);
 }
 
@@ -59,7 +59,7 @@ T ValueOrFail(absl::StatusOr<T> r) {
   if (!r.ok()) {
     const bool bad_input = r.status().code() == absl::StatusCode::kInvalidArgument ||
                            r.status().code() == absl::StatusCode::kNotFound;
-    Fail(bad_input ? kExitBadInput : kExitFailure, std::string(r.status().message()));
+    FailDiagnose(bad_input ? kExitBadInput : kExitFailure, std::string(r.status().message()));
   }
   return *std::move(r);
 }
@@ -84,7 +84,7 @@ Loaded FromPhasord(const DiagnoseFlags& f) {
   const int keys = !f.curve_server_public.empty() + !f.curve_client_public.empty() +
                    !f.curve_client_secret.empty();
   if (keys != 0 && keys != 3) {
-    Fail(kExitBadInput,
+    FailDiagnose(kExitBadInput,
          "--curve-server-public, --curve-client-public, --curve-client-secret: give all three "
          "or none");
   }
@@ -95,29 +95,29 @@ Loaded FromPhasord(const DiagnoseFlags& f) {
   }
   std::unique_ptr<client::Client> c = ValueOrFail(client::Client::Connect(o));
   absl::StatusOr<v1::Snapshot> snapshot = c->GetSnapshot();
-  if (!snapshot.ok()) Fail(kExitFailure, std::string(snapshot.status().message()));
+  if (!snapshot.ok()) FailDiagnose(kExitFailure, std::string(snapshot.status().message()));
   const std::string where = "phasord at " + f.phasord;
   if (!snapshot->jobs_without_profile().empty()) {
-    Fail(kExitFailure,
+    FailDiagnose(kExitFailure,
          where + ": no profile known for job '" + snapshot->jobs_without_profile(0) +
              "' (no ProfileUpdate, and no RankRequest gave one since phasord started)");
   }
   if (!snapshot->links_without_capacity().empty()) {
-    Fail(kExitFailure,
+    FailDiagnose(kExitFailure,
          where + ": no capacity known for link '" + snapshot->links_without_capacity(0) +
              "' (phasord has no topology_path, and no RankRequest named the link since "
              "it started)");
   }
-  if (snapshot->placement().jobs().empty()) Fail(kExitFailure, where + ": no placement committed");
+  if (snapshot->placement().jobs().empty()) FailDiagnose(kExitFailure, where + ": no placement committed");
   Loaded out;
   absl::StatusOr<placer::RankRequest> request = protocol::FromProto(snapshot->placement());
-  if (!request.ok()) Fail(kExitFailure, where + ": " + std::string(request.status().message()));
+  if (!request.ok()) FailDiagnose(kExitFailure, where + ": " + std::string(request.status().message()));
   // Shares of routed placements may exceed 1 (several ring hops on a link):
   // check everything but the candidate.
   placer::RankRequest checked = *request;
   checked.candidates.clear();
   if (absl::Status s = placer::ValidateRankRequest(checked); !s.ok()) {
-    Fail(kExitFailure, where + ": snapshot: " + std::string(s.message()));
+    FailDiagnose(kExitFailure, where + ": snapshot: " + std::string(s.message()));
   }
   out.request = *std::move(request);
   for (const v1::OffsetUpdate& u : snapshot->offsets()) {
@@ -131,7 +131,7 @@ Loaded LoadRequest(const DiagnoseFlags& f) {
   const int inputs =
       !f.rank_input.empty() + !f.profiles.empty() + f.measure.any() + !f.phasord.empty();
   if (inputs != 1) {
-    Fail(kExitBadInput,
+    FailDiagnose(kExitBadInput,
          "give exactly one input: --rank-input, --profiles, --phasord, or one of --pcap, "
          "--counters, --switch-csv");
   }
@@ -143,8 +143,8 @@ Loaded LoadRequest(const DiagnoseFlags& f) {
     if (!f.topology.empty()) OkOrFail(diagnose::RoutePlacement(f.topology, request));
     return {std::move(request), "rank input " + f.rank_input, {}};
   }
-  if (f.placement.empty()) Fail(kExitBadInput, "--placement: required with measured profiles");
-  if (f.topology.empty()) Fail(kExitBadInput, "--topology: required with measured profiles");
+  if (f.placement.empty()) FailDiagnose(kExitBadInput, "--placement: required with measured profiles");
+  if (f.topology.empty()) FailDiagnose(kExitBadInput, "--topology: required with measured profiles");
   std::vector<diagnose::ProfileLine> lines;
   std::string profiles_name;
   if (!f.profiles.empty()) {
@@ -171,7 +171,7 @@ Loaded LoadRequest(const DiagnoseFlags& f) {
 
 void RunDiagnose(const DiagnoseFlags& f) {
   if (f.format != "table" && f.format != "json") {
-    Fail(kExitBadInput, "--format: must be table or json, got '" + f.format + "'");
+    FailDiagnose(kExitBadInput, "--format: must be table or json, got '" + f.format + "'");
   }
   Loaded loaded = LoadRequest(f);
   diagnose::DiagnoseOptions options;
@@ -196,7 +196,7 @@ void RunDiagnose(const DiagnoseFlags& f) {
     const std::string page = diagnose::RenderHtml(diagnosis, html);
     std::ofstream file(f.html, std::ios::binary | std::ios::trunc);
     if (!(file << page) || !file.flush())
-      Fail(kExitFailure, "--html: cannot write '" + f.html + "'");
+      FailDiagnose(kExitFailure, "--html: cannot write '" + f.html + "'");
   }
   std::cout << out;
 }

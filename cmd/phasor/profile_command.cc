@@ -39,14 +39,14 @@ struct PublishFlags {
 // A measured subject published under this kind and id.
 using SubjectTable = std::map<std::string, std::pair<v1::ProfileUpdate::SubjectKind, std::string>>;
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailProfile(int code, const std::string& message) {
   FailCommand("profile", code, message);
 }
 
 // --publish-subjects: lines "<measured subject> job|link <id>", '#' comments.
 SubjectTable ReadSubjects(const std::string& path) {
   std::ifstream in(path);
-  if (!in) Fail(kExitBadInput, "--publish-subjects: cannot read '" + path + "'");
+  if (!in) FailProfile(kExitBadInput, "--publish-subjects: cannot read '" + path + "'");
   SubjectTable table;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -56,10 +56,10 @@ SubjectTable ReadSubjects(const std::string& path) {
     if (!(fields >> subject)) continue;
     const std::string where = absl::StrCat(path, ":", number, ": ");
     if (!(fields >> kind >> id) || (fields >> extra)) {
-      Fail(kExitBadInput, where + "expected '<measured subject> job|link <id>'");
+      FailProfile(kExitBadInput, where + "expected '<measured subject> job|link <id>'");
     }
     if (kind != "job" && kind != "link")
-      Fail(kExitBadInput, where + "'" + kind + "' is not job or link");
+      FailProfile(kExitBadInput, where + "'" + kind + "' is not job or link");
     table[subject] = {kind == "job" ? v1::ProfileUpdate::JOB : v1::ProfileUpdate::LINK, id};
   }
   return table;
@@ -98,18 +98,18 @@ Publishing PreparePublishing(const ProfileSourceFlags& source, const PublishFlag
     out.subjects = ReadSubjects(flags.subjects);
   } else {
     auto table = probe::FlowJobTable::Load(source.flows);
-    if (!table.ok()) Fail(kExitBadInput, std::string(table.status().message()));
+    if (!table.ok()) FailProfile(kExitBadInput, std::string(table.status().message()));
     for (const std::string& job : table->Jobs()) out.subjects[job] = {v1::ProfileUpdate::JOB, job};
   }
   client::PublisherOptions options = flags.publisher;
   options.program = "phasor profile";
   if (!flags.server_key.empty() || !flags.keys.empty()) {
     auto keys = client::LoadPublishKeys(flags.server_key, flags.keys);
-    if (!keys.ok()) Fail(kExitBadInput, std::string(keys.status().message()));
+    if (!keys.ok()) FailProfile(kExitBadInput, std::string(keys.status().message()));
     options.curve = *keys;
   }
   auto publisher = client::ProfilePublisher::Create(options, std::cerr);
-  if (!publisher.ok()) Fail(kExitBadInput, std::string(publisher.status().message()));
+  if (!publisher.ok()) FailProfile(kExitBadInput, std::string(publisher.status().message()));
   out.publisher = *std::move(publisher);
   out.endpoint = options.endpoint;
   return out;
@@ -130,7 +130,7 @@ void Publish(const std::vector<probe::MeasuredProfile>& profiles, Publishing& p)
   }
   std::cerr << p.publisher->SummaryJson().dump() << "\n";
   if (p.publisher->dropped() > 0) {
-    Fail(kExitFailure, absl::StrCat("--publish: ", p.publisher->dropped(),
+    FailProfile(kExitFailure, absl::StrCat("--publish: ", p.publisher->dropped(),
                                     " profile(s) not delivered to phasord at ", p.endpoint));
   }
 }
@@ -167,11 +167,11 @@ void AddProfileCommand(CLI::App& app) {
     const bool publishing = !publish->publisher.endpoint.empty();
     if (!publishing &&
         (!publish->subjects.empty() || !publish->server_key.empty() || !publish->keys.empty())) {
-      Fail(kExitBadInput,
+      FailProfile(kExitBadInput,
            "--publish-subjects, --publish-server-key and --publish-keys need --publish");
     }
     if (publishing && publish->subjects.empty() && (flags->pcap.empty() || flags->flows.empty())) {
-      Fail(kExitBadInput,
+      FailProfile(kExitBadInput,
            "--publish needs --publish-subjects to name what the measured subjects are (NIC and "
            "switch "
            "ports, and flows without a --flows table, are not job or link ids)");
@@ -180,7 +180,7 @@ void AddProfileCommand(CLI::App& app) {
     if (publishing) publishing_to.emplace(PreparePublishing(*flags, *publish));
     absl::StatusOr<probe::Measurement> measured = MeasureProfiles(*flags);
     if (!measured.ok()) {
-      Fail(ExitCodeOf(measured.status()), std::string(measured.status().message()));
+      FailProfile(ExitCodeOf(measured.status()), std::string(measured.status().message()));
     }
     for (const std::string& note : measured->notes) std::cerr << "phasor profile: " << note << "\n";
     for (const probe::MeasuredProfile& m : measured->profiles) {

@@ -24,7 +24,7 @@ struct RankFlags {
   placer::RankLimits limits;  // raised with --max-... and --deadline-ms
 };
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailRank(int code, const std::string& message) {
   FailCommand("rank", code, message);
 }
 
@@ -104,22 +104,22 @@ void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranki
 
 void RunRank(const RankFlags& flags) {
   if (flags.format != "json" && flags.format != "table") {
-    Fail(kExitBadInput, "--format: must be json or table, got '" + flags.format + "'");
+    FailRank(kExitBadInput, "--format: must be json or table, got '" + flags.format + "'");
   }
   const std::string text = ReadInput(flags.input);
   absl::StatusOr<placer::RankRequest> request = placer::ParseRankRequest(text);
-  if (!request.ok()) Fail(kExitBadInput, std::string(request.status().message()));
+  if (!request.ok()) FailRank(kExitBadInput, std::string(request.status().message()));
   std::vector<placer::RejectedCandidate> unrouted;
   if (!flags.topology.empty()) {
     absl::Status routed = placer::RouteCandidatesFromFile(flags.topology, *request, unrouted);
-    if (!routed.ok()) Fail(kExitBadInput, "--topology: " + std::string(routed.message()));
+    if (!routed.ok()) FailRank(kExitBadInput, "--topology: " + std::string(routed.message()));
   }
   absl::StatusOr<placer::Ranking> ranked = placer::RankWithin(*request, flags.limits);
   if (!ranked.ok()) {
     // Bad input and a request over a limit are both the input's: one line, exit 2.
     std::string message(ranked.status().message());
     if (absl::IsResourceExhausted(ranked.status())) absl::StrAppend(&message, " (raise it with its --max- or --deadline-ms flag)");
-    Fail(kExitBadInput, message);
+    FailRank(kExitBadInput, message);
   }
   placer::Ranking ranking = *std::move(ranked);
   ranking.rejected.insert(ranking.rejected.end(), unrouted.begin(), unrouted.end());

@@ -60,7 +60,7 @@ struct SimulateFlags {
   uint32_t min_gpus = 0, max_gpus = 0;
 };
 
-[[noreturn]] void Fail(int code, const std::string& message) {
+[[noreturn]] void FailSimulate(int code, const std::string& message) {
   FailCommand("simulate", code, message);
 }
 
@@ -76,18 +76,18 @@ int CodeOf(const absl::Status& status) {
 void RunFixed(const SimulateFlags& flags) {
   const std::string text = ReadFile(flags.input);
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) Fail(kExitBadInput, flags.input + ": malformed JSON");
+  if (doc.is_discarded()) FailSimulate(kExitBadInput, flags.input + ": malformed JSON");
   // The model data is optional: only a job that names a model needs it.
   absl::StatusOr<sim::ModelCatalog> models = sim::ModelCatalog::Load(flags.models);
   absl::StatusOr<sim::Scenario> scenario =
       sim::ScenarioFromJson(doc, models.ok() ? &*models : nullptr);
-  if (!scenario.ok()) Fail(CodeOf(scenario.status()), std::string(scenario.status().message()));
+  if (!scenario.ok()) FailSimulate(CodeOf(scenario.status()), std::string(scenario.status().message()));
   if (!flags.topology.empty()) {
     absl::Status resolved = sim::ResolveServersFromFile(flags.topology, *scenario);
-    if (!resolved.ok()) Fail(CodeOf(resolved), std::string(resolved.message()));
+    if (!resolved.ok()) FailSimulate(CodeOf(resolved), std::string(resolved.message()));
   }
   absl::StatusOr<sim::Comparison> comparison = sim::SimulateScenario(*scenario);
-  if (!comparison.ok()) Fail(CodeOf(comparison.status()), std::string(comparison.status().message()));
+  if (!comparison.ok()) FailSimulate(CodeOf(comparison.status()), std::string(comparison.status().message()));
   std::cout << sim::ComparisonToJson(*comparison).dump(2) << "\n";
   if (flags.table) std::cerr << sim::ComparisonTable(*comparison);
 }
@@ -99,7 +99,7 @@ void RunTrace(const SimulateFlags& flags) {
   options.scheduler = flags.scheduler;
   if (flags.plugin != "on" && flags.plugin != "off" && flags.plugin != "random" &&
       flags.plugin != "cassini") {
-    Fail(kExitBadInput, "--plugin: must be on, off, random or cassini");
+    FailSimulate(kExitBadInput, "--plugin: must be on, off, random or cassini");
   }
   options.plugin = flags.plugin == "on";
   options.random_start = flags.plugin == "random";
@@ -123,7 +123,7 @@ void RunTrace(const SimulateFlags& flags) {
   options.max_jobs = flags.max_jobs;
   options.top_k = flags.top_k;
   options.seed = flags.seed;
-  if (flags.mode != "once" && flags.mode != "pace") Fail(kExitBadInput, "--mode: must be once or pace");
+  if (flags.mode != "once" && flags.mode != "pace") FailSimulate(kExitBadInput, "--mode: must be once or pace");
   options.pace = flags.mode == "pace";
   options.workload_median_duration_s = flags.median_duration_s;
   options.record_at_s = flags.record_at_s;
@@ -132,11 +132,11 @@ void RunTrace(const SimulateFlags& flags) {
   options.ranking_policy.min_headroom = flags.min_headroom;
   options.ranking_policy.shift_confidence = flags.shift_confidence;
   if (flags.trust_choice_gains != "on" && flags.trust_choice_gains != "off") {
-    Fail(kExitBadInput, "--trust-choice-gains: must be on or off");
+    FailSimulate(kExitBadInput, "--trust-choice-gains: must be on or off");
   }
   options.ranking_policy.trust_choice_gains = flags.trust_choice_gains == "on";
-  if (flags.realign != "on" && flags.realign != "off") Fail(kExitBadInput, "--realign: must be on or off");
-  if (flags.reslot != "on" && flags.reslot != "off") Fail(kExitBadInput, "--reslot: must be on or off");
+  if (flags.realign != "on" && flags.realign != "off") FailSimulate(kExitBadInput, "--realign: must be on or off");
+  if (flags.reslot != "on" && flags.reslot != "off") FailSimulate(kExitBadInput, "--reslot: must be on or off");
   options.realign = flags.realign == "on";
   options.pace_reslot = flags.reslot == "on";
   options.arrival_scale = flags.arrival_scale;
@@ -144,9 +144,9 @@ void RunTrace(const SimulateFlags& flags) {
   options.min_gpus = flags.min_gpus;
   options.max_gpus = flags.max_gpus;
   if (!flags.workload.empty()) {
-    if (flags.workload != "cassini") Fail(kExitBadInput, "--workload: must be cassini");
+    if (flags.workload != "cassini") FailSimulate(kExitBadInput, "--workload: must be cassini");
     absl::StatusOr<sim::ModelCatalog> models = sim::ModelCatalog::Load(flags.models);
-    if (!models.ok()) Fail(CodeOf(models.status()), std::string(models.status().message()));
+    if (!models.ok()) FailSimulate(CodeOf(models.status()), std::string(models.status().message()));
     sim::PoissonWorkloadOptions workload;
     workload.seed = flags.seed;
     workload.jobs = flags.jobs;
@@ -155,20 +155,20 @@ void RunTrace(const SimulateFlags& flags) {
     workload.gpus = flags.job_gpus;
     // The load is offered to the fabric's GPUs (the generated fabric's N x GPUS).
     absl::StatusOr<uint32_t> gpus = sim::FabricGpus(options);
-    if (!gpus.ok()) Fail(CodeOf(gpus.status()), std::string(gpus.status().message()));
+    if (!gpus.ok()) FailSimulate(CodeOf(gpus.status()), std::string(gpus.status().message()));
     workload.cluster_gpus = *gpus;
     absl::StatusOr<std::vector<sim::TraceJob>> jobs = sim::GeneratePoissonWorkload(workload, *models);
-    if (!jobs.ok()) Fail(CodeOf(jobs.status()), std::string(jobs.status().message()));
+    if (!jobs.ok()) FailSimulate(CodeOf(jobs.status()), std::string(jobs.status().message()));
     options.jobs = *std::move(jobs);
   }
   if (flags.compare) {
     absl::StatusOr<sim::ModeComparison> comparison = sim::CompareModes(options);
-    if (!comparison.ok()) Fail(CodeOf(comparison.status()), std::string(comparison.status().message()));
+    if (!comparison.ok()) FailSimulate(CodeOf(comparison.status()), std::string(comparison.status().message()));
     std::cout << sim::ModeComparisonToJson(*comparison).dump(2) << "\n";
     if (flags.table) std::cerr << sim::ModeComparisonTable(*comparison);
     if (!flags.series.empty()) {
       std::ofstream out(flags.series);
-      if (!out) Fail(kExitFailure, "cannot write '" + flags.series + "'");
+      if (!out) FailSimulate(kExitFailure, "cannot write '" + flags.series + "'");
       nlohmann::ordered_json series = {{"off", sim::TraceSeriesToJson(comparison->off)},
                                        {"cassini", sim::TraceSeriesToJson(comparison->cassini)},
                                        {"phasor", sim::TraceSeriesToJson(comparison->phasor)}};
@@ -178,12 +178,12 @@ void RunTrace(const SimulateFlags& flags) {
   }
   if (flags.plugin == "cassini") options = sim::CassiniMode(std::move(options));
   absl::StatusOr<sim::TraceReport> report = sim::ReplayTrace(options);
-  if (!report.ok()) Fail(CodeOf(report.status()), std::string(report.status().message()));
+  if (!report.ok()) FailSimulate(CodeOf(report.status()), std::string(report.status().message()));
   std::cout << sim::TraceReportToJson(*report).dump(2) << "\n";
   if (flags.table) std::cerr << sim::TraceReportTable(*report);
   if (!flags.series.empty()) {
     std::ofstream out(flags.series);
-    if (!out) Fail(kExitFailure, "cannot write '" + flags.series + "'");
+    if (!out) FailSimulate(kExitFailure, "cannot write '" + flags.series + "'");
     out << sim::TraceSeriesToJson(*report).dump() << "\n";
   }
 }
@@ -292,14 +292,14 @@ void AddSimulateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([flags] {
     if (!flags->trace.empty() && !flags->workload.empty()) {
-      Fail(kExitBadInput, "give --trace or --workload, not both");
+      FailSimulate(kExitBadInput, "give --trace or --workload, not both");
     }
     if (!flags->trace.empty() || !flags->workload.empty()) {
-      if (!flags->input.empty()) Fail(kExitBadInput, "give a scenario FILE or --trace/--workload, not both");
+      if (!flags->input.empty()) FailSimulate(kExitBadInput, "give a scenario FILE or --trace/--workload, not both");
       RunTrace(*flags);
       return;
     }
-    if (flags->input.empty()) Fail(kExitBadInput, "missing scenario FILE (or --trace)");
+    if (flags->input.empty()) FailSimulate(kExitBadInput, "missing scenario FILE (or --trace)");
     RunFixed(*flags);
   });
 }

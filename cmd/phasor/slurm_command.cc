@@ -54,7 +54,7 @@ std::optional<client::CurveClientKeys> CurveOrFail(const std::string& command, c
 }
 
 // The whole stdout of a fixed command line (no job data in it), or nullopt.
-std::optional<std::string> RunFixed(const std::string& command_line) {
+std::optional<std::string> CommandOutput(const std::string& command_line) {
   FILE* p = ::popen(command_line.c_str(), "r");
   if (p == nullptr) return std::nullopt;
   std::string out;
@@ -66,9 +66,9 @@ std::optional<std::string> RunFixed(const std::string& command_line) {
 
 absl::Status PollSlurm(slurm::SlurmController& controller, const std::string& bin_dir) {
   const std::string prefix = bin_dir.empty() ? "" : bin_dir + "/";
-  std::optional<std::string> sinfo = RunFixed(prefix + "sinfo --json 2>/dev/null");
+  std::optional<std::string> sinfo = CommandOutput(prefix + "sinfo --json 2>/dev/null");
   if (!sinfo) return absl::UnavailableError("sinfo --json failed");
-  std::optional<std::string> squeue = RunFixed(prefix + "squeue --json --all 2>/dev/null");
+  std::optional<std::string> squeue = CommandOutput(prefix + "squeue --json --all 2>/dev/null");
   if (!squeue) return absl::UnavailableError("squeue --json failed");
   absl::StatusOr<std::vector<slurm::SlurmNode>> nodes = slurm::ParseSinfoJson(*sinfo);
   if (!nodes.ok()) return nodes.status();

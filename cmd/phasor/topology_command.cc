@@ -33,7 +33,7 @@ namespace {
 using nlohmann::ordered_json;
 namespace topo = phasor::topology;
 
-[[noreturn]] void Fail(int code, absl::string_view message) {
+[[noreturn]] void FailTopology(int code, absl::string_view message) {
   FailCommand("topology", code, std::string(message));
 }
 
@@ -59,18 +59,18 @@ void AddSourceOptions(CLI::App* cmd, SourceFlags& f) {
 
 topo::Topology LoadOrFail(const SourceFlags& f) {
   if (f.file.empty() == f.slurm.empty()) {
-    Fail(kExitBadInput, "give a topology FILE or --slurm CONF (exactly one)");
+    FailTopology(kExitBadInput, "give a topology FILE or --slurm CONF (exactly one)");
   }
   absl::StatusOr<topo::Topology> t = f.file.empty()
                                          ? topo::LoadSlurmTopology(f.slurm, f.slurm_options)
                                          : topo::LoadTopologyFile(f.file, f.slurm_options);
-  if (!t.ok()) Fail(kExitBadInput, t.status().message());
+  if (!t.ok()) FailTopology(kExitBadInput, t.status().message());
   return *std::move(t);
 }
 
 topo::RouterOptions RouterOptionsOrFail(const std::string& ecmp, uint64_t seed) {
   absl::StatusOr<topo::EcmpMode> mode = topo::ParseEcmpMode(ecmp);
-  if (!mode.ok()) Fail(kExitBadInput, absl::StrCat("--ecmp: ", mode.status().message()));
+  if (!mode.ok()) FailTopology(kExitBadInput, absl::StrCat("--ecmp: ", mode.status().message()));
   topo::RouterOptions options;
   options.ecmp = *mode;
   options.hash_seed = seed;
@@ -83,7 +83,7 @@ void WriteOutput(const std::string& path, const std::string& text) {
     return;
   }
   std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << text) || !out.flush()) Fail(kExitFailure, "cannot write '" + path + "'");
+  if (!out || !(out << text) || !out.flush()) FailTopology(kExitFailure, "cannot write '" + path + "'");
 }
 
 // ---- show ----
@@ -120,7 +120,7 @@ std::string Range(double lo, double hi) {
 
 void RunShow(const ShowFlags& flags) {
   if (flags.format != "text" && flags.format != "json" && flags.format != "yaml") {
-    Fail(kExitBadInput, "--format: must be text, json or yaml, got '" + flags.format + "'");
+    FailTopology(kExitBadInput, "--format: must be text, json or yaml, got '" + flags.format + "'");
   }
   const topo::Topology t = LoadOrFail(flags.source);
   if (flags.format == "yaml") {
@@ -174,7 +174,7 @@ void RunPaths(const PathsFlags& flags) {
   options.max_listed_paths = flags.max_paths;
   const topo::Router router(t, options);
   absl::StatusOr<topo::PathSet> set = router.Paths(flags.from, flags.to, flags.flow);
-  if (!set.ok()) Fail(kExitBadInput, set.status().message());
+  if (!set.ok()) FailTopology(kExitBadInput, set.status().message());
   ordered_json out;
   out["from"] = flags.from;
   out["to"] = flags.to;
@@ -213,30 +213,30 @@ topo::Placement ReadPlacementOrFail(const std::string& path) {
     text << std::cin.rdbuf();
   } else {
     std::ifstream in(path, std::ios::binary);
-    if (!in) Fail(kExitBadInput, "--placement: cannot read '" + path + "'");
+    if (!in) FailTopology(kExitBadInput, "--placement: cannot read '" + path + "'");
     text << in.rdbuf();
   }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
-    Fail(kExitBadInput,
+    FailTopology(kExitBadInput,
          absl::StrCat(path == "-" ? "<stdin>" : path, ": malformed JSON: ", e.what()));
   }
   const std::string label = path == "-" ? "<stdin>" : path;
   if (doc.is_object() && doc.contains("servers") && doc["servers"].is_object()) {
     doc = nlohmann::json(doc["servers"]);
   }
-  if (!doc.is_object()) Fail(kExitBadInput, label + ": must be a JSON object: job -> [server]");
+  if (!doc.is_object()) FailTopology(kExitBadInput, label + ": must be a JSON object: job -> [server]");
   topo::Placement placement;
   for (const auto& [job, list] : doc.items()) {
     if (!list.is_array()) {
-      Fail(kExitBadInput, absl::StrCat(label, ": job '", job, "': must be a list of servers"));
+      FailTopology(kExitBadInput, absl::StrCat(label, ": job '", job, "': must be a list of servers"));
     }
     std::vector<std::string>& servers = placement[job];
     for (size_t i = 0; i < list.size(); ++i) {
       if (!list[i].is_string()) {
-        Fail(kExitBadInput,
+        FailTopology(kExitBadInput,
              absl::StrCat(label, ": job '", job, "'[", i, "]: must be a server id string"));
       }
       servers.push_back(list[i].get<std::string>());
@@ -250,7 +250,7 @@ void RunLoad(const LoadFlags& flags) {
   const topo::Placement placement = ReadPlacementOrFail(flags.placement);
   const topo::Router router(t, RouterOptionsOrFail(flags.ecmp, flags.seed));
   absl::StatusOr<topo::PlacementLinkShares> shares = topo::PlacementShares(router, placement);
-  if (!shares.ok()) Fail(kExitBadInput, shares.status().message());
+  if (!shares.ok()) FailTopology(kExitBadInput, shares.status().message());
   const topo::LinkLoads loads = topo::ToLinkLoads(*shares);
   ordered_json out;
   out["links"] = ordered_json::array();
@@ -297,7 +297,7 @@ struct SlurmFlags {
 };
 
 void Emit(absl::StatusOr<topo::Topology> t, const std::string& output) {
-  if (!t.ok()) Fail(kExitBadInput, t.status().message());
+  if (!t.ok()) FailTopology(kExitBadInput, t.status().message());
   WriteOutput(output, topo::ToYaml(*t));
 }
 
@@ -364,8 +364,6 @@ void AddGenerate(CLI::App* topology) {
   cmd->callback([sl] { WriteOutput(sl->output, topo::ToYaml(LoadOrFail(sl->source))); });
 }
 
-}  // namespace
-
 // `phasor topology export`: the fabric for Volcano and Kueue (docs/kubernetes.md).
 struct ExportFlags {
   SourceFlags source;
@@ -377,10 +375,10 @@ struct ExportFlags {
 void RunExport(const ExportFlags& flags) {
   namespace k8s = phasor::kubernetes;
   if (flags.format != "volcano" && flags.format != "kueue" && flags.format != "labels" && flags.format != "all") {
-    Fail(kExitBadInput, "--format: must be volcano, kueue, labels or all, got '" + flags.format + "'");
+    FailTopology(kExitBadInput, "--format: must be volcano, kueue, labels or all, got '" + flags.format + "'");
   }
   absl::StatusOr<k8s::FabricExport> e = k8s::ExportFabric(LoadOrFail(flags.source), flags.options);
-  if (!e.ok()) Fail(kExitBadInput, e.status().message());
+  if (!e.ok()) FailTopology(kExitBadInput, e.status().message());
   std::string text;
   if (flags.format == "volcano" || flags.format == "all") text += k8s::HyperNodesYaml(*e);
   if (flags.format == "kueue" || flags.format == "all") text += k8s::KueueTopologyYaml(*e, flags.options);
@@ -393,6 +391,8 @@ void RunExport(const ExportFlags& flags) {
   }
   WriteOutput(flags.output, text);
 }
+
+}  // namespace
 
 void AddTopologyCommand(CLI::App& app) {
   CLI::App* topology = app.add_subcommand(

@@ -5,6 +5,7 @@
 #include "placer/link_score.h"
 
 namespace phasor::daemon {
+namespace closed_loop_test {
 namespace {
 
 TEST(PhaseErrorTest, SignedAndWithinHalfAPeriod) {
@@ -41,4 +42,5 @@ TEST(MeasuredLinkScoreTest, IsThePlacersFormulaOnExactSegments) {
 }
 
 }  // namespace
+}  // namespace closed_loop_test
 }  // namespace phasor::daemon

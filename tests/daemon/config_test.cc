@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::daemon {
+namespace config_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -168,4 +169,5 @@ TEST(ConfigTest, ShippedExampleConfigParses) {
 }
 
 }  // namespace
+}  // namespace config_test
 }  // namespace phasor::daemon

@@ -17,6 +17,7 @@
 #include "tests/daemon/daemon_harness.h"
 
 namespace phasor::daemon {
+namespace service_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -553,4 +554,5 @@ TEST(SolverPoolTest, EveryJobCompletesOnTheTakingThreadInFinishingOrder) {
 }
 
 }  // namespace
+}  // namespace service_test
 }  // namespace phasor::daemon

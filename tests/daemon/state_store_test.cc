@@ -8,6 +8,7 @@
 #include "tests/daemon/daemon_harness.h"
 
 namespace phasor::daemon {
+namespace state_store_test {
 namespace {
 
 class StateStoreTest : public ::testing::Test {
@@ -131,4 +132,5 @@ TEST_F(StateStoreTest, UnopenablePathIsUnavailable) {
 }
 
 }  // namespace
+}  // namespace state_store_test
 }  // namespace phasor::daemon

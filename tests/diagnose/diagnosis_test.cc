@@ -10,6 +10,7 @@
 #include "tests/testing/subprocess.h"
 
 namespace phasor::diagnose {
+namespace diagnosis_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -232,4 +233,5 @@ TEST(DiagnosisTest, QuietLinksAndJobsWithoutContention) {
 }
 
 }  // namespace
+}  // namespace diagnosis_test
 }  // namespace phasor::diagnose

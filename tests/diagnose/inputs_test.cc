@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::diagnose {
+namespace inputs_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -218,4 +219,5 @@ TEST(RequestFromProfilesTest, Errors) {
 }
 
 }  // namespace
+}  // namespace inputs_test
 }  // namespace phasor::diagnose

@@ -9,6 +9,7 @@
 #include "tests/testing/subprocess.h"
 
 namespace phasor::diagnose {
+namespace report_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -172,4 +173,5 @@ TEST(JsonReportTest, CarriesTheNumbers) {
 }
 
 }  // namespace
+}  // namespace report_test
 }  // namespace phasor::diagnose

@@ -28,7 +28,7 @@ constexpr char kTrace[] =
 sim::TraceReplayOptions Options(const std::string& trace) {
   sim::TraceReplayOptions o;
   o.trace_path = trace;
-  o.models_dir = std::string(PHASOR_SOURCE_DIR) + "/data/models";
+  o.models_dir = PHASOR_SOURCE_DIR "/data/models";
   o.scheduler = "themis";
   o.plugin = true;
   o.fabric = "leaf-spine:8:2:2";  // 4 leaves of 2 servers, 32 GPUs, 2:1 uplinks

@@ -19,6 +19,7 @@
 #include "placer/traffic_profile.h"
 
 namespace phasor::placer {
+namespace joint_solver_test {
 namespace {
 
 constexpr uint32_t kQ = 1000;
@@ -244,4 +245,5 @@ TEST(JointSolverTest, StopsWhenOutOfTimeWithValidShifts) {
 }
 
 }  // namespace
+}  // namespace joint_solver_test
 }  // namespace phasor::placer

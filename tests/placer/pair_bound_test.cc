@@ -9,6 +9,7 @@
 #include "placer/link_score.h"
 
 namespace phasor::placer {
+namespace pair_bound_test {
 namespace {
 
 // A circle of quantum 1 us straight from bin patterns.
@@ -178,4 +179,5 @@ TEST(CircleEvaluatorTest, FoldsTheJobWithTheLongestResidueClasses) {
 }
 
 }  // namespace
+}  // namespace pair_bound_test
 }  // namespace phasor::placer

@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::placer {
+namespace rank_json_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -177,4 +178,5 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
+}  // namespace rank_json_test
 }  // namespace phasor::placer

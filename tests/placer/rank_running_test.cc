@@ -14,6 +14,7 @@
 #include "topology/router.h"
 
 namespace phasor::placer {
+namespace rank_running_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -312,4 +313,5 @@ TEST(RankRunningTest, UnroutableRunningJobRejectsEveryCandidate) {
 }
 
 }  // namespace
+}  // namespace rank_running_test
 }  // namespace phasor::placer

@@ -15,6 +15,7 @@
 #include "placer/traffic_profile.h"
 
 namespace phasor::placer {
+namespace rank_safety_test {
 namespace {
 
 constexpr uint32_t kU32Max = std::numeric_limits<uint32_t>::max();
@@ -297,4 +298,5 @@ TEST(RankLimitsTest, DeadlineStopsTheRequestWithResourceExhausted) {
 }
 
 }  // namespace
+}  // namespace rank_safety_test
 }  // namespace phasor::placer

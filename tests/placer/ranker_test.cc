@@ -12,6 +12,7 @@
 #include "placer/shift_solver.h"
 
 namespace phasor::placer {
+namespace ranker_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -401,4 +402,5 @@ TEST(ValidateRankRequestTest, NamesTheOffendingField) {
 }
 
 }  // namespace
+}  // namespace ranker_test
 }  // namespace phasor::placer

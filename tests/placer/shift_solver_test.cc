@@ -8,6 +8,7 @@
 #include "placer/link_score.h"
 
 namespace phasor::placer {
+namespace shift_solver_test {
 namespace {
 
 constexpr uint32_t kQ = 1000;
@@ -510,4 +511,5 @@ TEST(BuildUnifiedCircleTest, RejectsUnusableOptions) {
 }
 
 }  // namespace
+}  // namespace shift_solver_test
 }  // namespace phasor::placer

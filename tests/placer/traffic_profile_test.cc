@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::placer {
+namespace traffic_profile_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -147,4 +148,5 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
+}  // namespace traffic_profile_test
 }  // namespace phasor::placer

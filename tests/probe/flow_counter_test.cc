@@ -8,6 +8,7 @@
 #include "probe/packet_builder.h"
 
 namespace phasor::probe {
+namespace flow_counter_test {
 namespace {
 
 struct Packets {
@@ -166,4 +167,5 @@ TEST(FlowCounterTest, TcpAndUdpFlowsBesideRoceWhenAsked) {
 }
 
 }  // namespace
+}  // namespace flow_counter_test
 }  // namespace phasor::probe

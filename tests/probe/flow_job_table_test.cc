@@ -6,6 +6,7 @@
 #include "probe/roce_parser.h"
 
 namespace phasor::probe {
+namespace flow_job_table_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -132,4 +133,5 @@ TEST(FlowJobTableTest, ConcatKeepsTheFirstTablesPrecedence) {
 }
 
 }  // namespace
+}  // namespace flow_job_table_test
 }  // namespace phasor::probe

@@ -10,6 +10,7 @@
 #include "tests/probe/synthetic_counters.h"
 
 namespace phasor::probe {
+namespace measure_test {
 namespace {
 
 // A source that hands out what the test gives it.
@@ -132,4 +133,5 @@ TEST(RdmaSysfsSourceTest, MissingTreeIsNotFound) {
 }
 
 }  // namespace
+}  // namespace measure_test
 }  // namespace phasor::probe

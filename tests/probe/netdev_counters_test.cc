@@ -9,6 +9,7 @@
 #include "probe/measure.h"
 
 namespace phasor::probe {
+namespace netdev_counters_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -147,4 +148,5 @@ TEST_F(FakeNetTest, BadOptionsAndTrees) {
 }
 
 }  // namespace
+}  // namespace netdev_counters_test
 }  // namespace phasor::probe

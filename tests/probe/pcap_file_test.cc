@@ -9,6 +9,7 @@
 #include "probe/packet_builder.h"
 
 namespace phasor::probe {
+namespace pcap_file_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,4 +175,5 @@ TEST_F(PcapFileTest, FileSourceDeliversBursts) {
 }
 
 }  // namespace
+}  // namespace pcap_file_test
 }  // namespace phasor::probe

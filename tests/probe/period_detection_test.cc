@@ -13,6 +13,7 @@
 #include "tests/probe/synthetic_counters.h"
 
 namespace phasor::probe {
+namespace period_detection_test {
 namespace {
 
 using testing::RateModel;
@@ -179,4 +180,5 @@ TEST_F(BundledPortsTest, BusyPortsAreClearlyAboveTheThresholdTheUplinkBelow) {
 }
 
 }  // namespace
+}  // namespace period_detection_test
 }  // namespace phasor::probe

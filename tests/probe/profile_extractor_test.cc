@@ -6,6 +6,7 @@
 #include <random>
 
 namespace phasor::probe {
+namespace profile_extractor_test {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -189,4 +190,5 @@ TEST(ProfileExtractorTest, AutocorrelationOfAlternatingSeries) {
 }
 
 }  // namespace
+}  // namespace profile_extractor_test
 }  // namespace phasor::probe

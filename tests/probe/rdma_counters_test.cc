@@ -10,6 +10,7 @@
 #include "probe/profile_extractor.h"
 
 namespace phasor::probe {
+namespace rdma_counters_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -152,4 +153,5 @@ TEST(RdmaCountersTest, IbverbsWithoutRdmaGivesNoDevices) {
 }
 
 }  // namespace
+}  // namespace rdma_counters_test
 }  // namespace phasor::probe

@@ -5,6 +5,7 @@
 #include "probe/packet_builder.h"
 
 namespace phasor::probe {
+namespace roce_parser_test {
 namespace {
 
 RoceInfo Parse(const std::vector<uint8_t>& f) {
@@ -198,4 +199,5 @@ TEST(RoceParserTest, TcpAndUdpFlowsByFiveTuple) {
 }
 
 }  // namespace
+}  // namespace roce_parser_test
 }  // namespace phasor::probe

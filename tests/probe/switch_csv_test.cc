@@ -10,6 +10,7 @@
 #include "probe/profile_extractor.h"
 
 namespace phasor::probe {
+namespace switch_csv_test {
 namespace {
 
 constexpr char kHeader[] =
@@ -191,4 +192,5 @@ TEST_F(ZhejiangTest, IdlePortReportsNone) {
 }
 
 }  // namespace
+}  // namespace switch_csv_test
 }  // namespace phasor::probe

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::sim {
+namespace fluid_network_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -307,4 +308,5 @@ TEST(FluidNetworkTest, RejectsBadLinksAndJobs) {
 }
 
 }  // namespace
+}  // namespace fluid_network_test
 }  // namespace phasor::sim

@@ -7,6 +7,7 @@
 #include "models/model_catalog.h"
 
 namespace phasor::sim {
+namespace scenario_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -283,4 +284,5 @@ TEST(ModelCatalogTest, ScenarioJobsMayNameAModel) {
 }
 
 }  // namespace
+}  // namespace scenario_test
 }  // namespace phasor::sim

@@ -5,6 +5,7 @@
 #include "topology/generators.h"
 
 namespace phasor::sim {
+namespace topology_scenario_test {
 namespace {
 
 // 2 leaves of 2 servers, one spine, 50 Gbit/s everywhere: jobs a (s1, s3) and
@@ -55,4 +56,5 @@ TEST(TopologyScenarioTest, ServersAreRoutedAndSharedUplinksInterleaved) {
 }
 
 }  // namespace
+}  // namespace topology_scenario_test
 }  // namespace phasor::sim

@@ -13,6 +13,7 @@
 #include "sim/poisson_workload.h"
 
 namespace phasor::sim {
+namespace trace_replay_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -681,4 +682,5 @@ TEST(TraceReplayTest, RejectsBadOptions) {
 }
 
 }  // namespace
+}  // namespace trace_replay_test
 }  // namespace phasor::sim

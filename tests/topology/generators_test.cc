@@ -3,6 +3,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::topology {
+namespace generators_test {
 namespace {
 
 double Capacity(const Topology& t, const std::string& id) {
@@ -134,4 +135,5 @@ TEST(FatTreeTest, PartialAndCapacities) {
 }
 
 }  // namespace
+}  // namespace generators_test
 }  // namespace phasor::topology

@@ -10,6 +10,7 @@
 #include "topology/generators.h"
 
 namespace phasor::topology {
+namespace router_test {
 namespace {
 
 // link id -> share, for readable expectations.
@@ -265,4 +266,5 @@ TEST(RouterTest, ParsesEcmpMode) {
 }
 
 }  // namespace
+}  // namespace router_test
 }  // namespace phasor::topology

@@ -7,6 +7,7 @@
 #include "topology/topology_yaml.h"
 
 namespace phasor::topology {
+namespace slurm_import_test {
 namespace {
 
 using Hosts = std::vector<std::string>;
@@ -113,4 +114,5 @@ TEST(SlurmImportTest, MalformedLinesNameTheLine) {
 }
 
 }  // namespace
+}  // namespace slurm_import_test
 }  // namespace phasor::topology

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace phasor::topology {
+namespace topology_file_test {
 namespace {
 
 constexpr const char* kSlurm = "# two leaves\nSwitchName=tor1 Nodes=n[01-02]\nSwitchName=tor2 Nodes=n[03-04]\n"
@@ -69,4 +70,5 @@ TEST_F(TopologyFileTest, ErrorsNameTheFileAndLine) {
 }
 
 }  // namespace
+}  // namespace topology_file_test
 }  // namespace phasor::topology

@@ -10,6 +10,7 @@
 #include "topology/topology_yaml.h"
 
 namespace phasor::topology {
+namespace topology_ranges_test {
 namespace {
 
 std::string YamlError(const std::string& yaml) {
@@ -98,4 +99,5 @@ TEST(TopologyRangesTest, SlurmOptionsHaveRanges) {
 }
 
 }  // namespace
+}  // namespace topology_ranges_test
 }  // namespace phasor::topology

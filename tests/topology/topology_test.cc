@@ -4,6 +4,7 @@
 #include "topology/generators.h"
 
 namespace phasor::topology {
+namespace topology_test {
 namespace {
 
 TEST(TopologyTest, BuildsNodesAndDirectedLinks) {
@@ -115,4 +116,5 @@ TEST(TopologyTest, SummaryReportsTiersAndOversubscription) {
 }
 
 }  // namespace
+}  // namespace topology_test
 }  // namespace phasor::topology

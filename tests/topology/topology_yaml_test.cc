@@ -6,6 +6,7 @@
 #include "topology/generators.h"
 
 namespace phasor::topology {
+namespace topology_yaml_test {
 namespace {
 
 std::string Error(const std::string& yaml) {
@@ -136,4 +137,5 @@ TEST(TopologyYamlTest, BadInputNamesTheItemAndTheLine) {
 }
 
 }  // namespace
+}  // namespace topology_yaml_test
 }  // namespace phasor::topology

@@ -7,6 +7,7 @@
 #include "topology/generators.h"
 
 namespace phasor::topology {
+namespace traffic_test {
 namespace {
 
 // 2 leaves x 2 servers (s1, s2 on leaf1; s3, s4 on leaf2), `spines` spines.
@@ -152,4 +153,5 @@ TEST(TrafficTest, ErrorsNameTheJobAndTheServer) {
 }
 
 }  // namespace
+}  // namespace traffic_test
 }  // namespace phasor::topology
