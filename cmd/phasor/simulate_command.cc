@@ -107,13 +107,13 @@ void RunTrace(const SimulateFlags& flags) {
   options.duration_jitter = flags.duration_jitter;
   options.duration_jitter_seed = flags.jitter_seed;
   options.start_delay_min_gain = flags.start_delay_min_gain;
-  if (flags.keep_packing != "on" && flags.keep_packing != "off") Fail(kExitBadInput, "--keep-packing: must be on or off");
+  if (flags.keep_packing != "on" && flags.keep_packing != "off") FailSimulate(kExitBadInput, "--keep-packing: must be on or off");
   options.keep_packing = flags.keep_packing == "on";
   for (const std::string& entry : flags.duration_factors) {
     const size_t eq = entry.rfind('=');
     double factor = 0;
     if (eq == std::string::npos || eq == 0 || !absl::SimpleAtod(entry.substr(eq + 1), &factor)) {
-      Fail(kExitBadInput, "--duration-factor: '" + entry + "' is not ID=FACTOR");
+      FailSimulate(kExitBadInput, "--duration-factor: '" + entry + "' is not ID=FACTOR");
     }
     options.duration_factors[entry.substr(0, eq)] = factor;
   }
