@@ -2,7 +2,9 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -118,9 +120,15 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(cons
 }
 
 MetricsHttpServer::MetricsHttpServer(std::unique_ptr<httplib::Server> server, uint16_t port)
-    : server_(std::move(server)), port_(port), thread_([s = server_.get()] { s->listen_after_bind(); }) {}
+    : server_(std::move(server)), port_(port), thread_([this] {
+        server_->listen_after_bind();
+        listen_returned_ = true;
+      }) {}
 
 MetricsHttpServer::~MetricsHttpServer() {
+  // httplib's stop() acts only on a server already listening: one stopped
+  // before its thread entered listen would then wait in accept() forever.
+  while (!server_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   server_->stop();
   thread_.join();
 }

@@ -8,6 +8,7 @@
 #ifndef PHASOR_DAEMON_METRICS_H_
 #define PHASOR_DAEMON_METRICS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,6 +74,7 @@ class MetricsHttpServer {
 
   std::unique_ptr<httplib::Server> server_;
   uint16_t port_;
+  std::atomic<bool> listen_returned_{false};
   std::thread thread_;
 };
 

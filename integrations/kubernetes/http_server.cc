@@ -1,6 +1,8 @@
 #include "integrations/kubernetes/http_server.h"
 
+#include <chrono>
 #include <exception>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
@@ -72,15 +74,22 @@ absl::StatusOr<std::unique_ptr<ExtenderHttpServer>> ExtenderHttpServer::Start(Ex
   if (!server.bind_to_port(options.host, options.port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.host, ":", options.port));
   }
-  self->thread_ = std::thread([raw] { raw->server_->listen_after_bind(); });
+  self->thread_ = std::thread([raw] {
+    raw->server_->listen_after_bind();
+    raw->listen_returned_ = true;
+  });
   return self;
 }
 
 ExtenderHttpServer::~ExtenderHttpServer() { Stop(); }
 
 void ExtenderHttpServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  // httplib's stop() acts only on a server already listening: one stopped
+  // before its thread entered listen would then wait in accept() forever.
+  while (!server_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  server_->stop();
+  thread_.join();
 }
 
 }  // namespace phasor::kubernetes

@@ -52,6 +52,7 @@ class ExtenderHttpServer {
  private:
   ExtenderHttpServer() = default;
   std::unique_ptr<httplib::Server> server_;
+  std::atomic<bool> listen_returned_{false};
   std::thread thread_;
   std::atomic<uint64_t> bad_requests_{0};
 };
