@@ -35,6 +35,7 @@ metrics = [("JCT mean", lambda r: r["jct_s"]["mean"]), ("JCT p99", lambda r: r["
 def gain(off, x):
     return off / x if x else (math.inf if off else 1.0)
 fails = []
+worse = {"cassini < off": 0, "phasor < off": 0, "phasor < cassini": 0}
 for host in ("themis", "pollux"):
     print(f"== {host}-style: gains over off (off / mode), cassini | phasor")
     print(f"{'seed':>4} | " + " | ".join(f"{m:>14} c / p" for m, _ in metrics) + " | loops discarded, running shifts")
@@ -51,6 +52,9 @@ for host in ("themis", "pollux"):
             # The goal: phasor >= cassini >= off (0.5 % slack for float noise on equal runs).
             if gc < 1 - 5e-3 or gp < gc * (1 - 5e-3):
                 fails.append(f"{host} seed {s} {name}: off {off:.4g}, cassini {c:.4g}, phasor {p:.4g}")
+            worse["cassini < off"] += gc < 1 - 5e-3
+            worse["phasor < off"] += gp < 1 - 5e-3
+            worse["phasor < cassini"] += gp < gc * (1 - 5e-3)
         print(f"{s:>4} | " + " | ".join(cells) +
               f" | {runs['cassini']['discarded_loops']}, {runs['cassini']['running_shifts']}")
     print(f"{'':>4}   mean (min..max) over seeds:")
@@ -64,6 +68,7 @@ for host in ("themis", "pollux"):
             else:
                 print(f"       {name:<13} {mode:<8} all seeds: none left")
 print("goal phasor >= cassini >= off:", "met in every seed and metric" if not fails else f"{len(fails)} misses")
+print("  (host, seed, metric) cells worse by > 0.5 %: " + ", ".join(f"{k}: {v}" for k, v in worse.items()))
 for f in fails:
     print("  miss:", f)
 PY

@@ -475,24 +475,36 @@ class Replayer {
     if (candidates->empty()) return absl::OkStatus();
     ++report_.rounds;
     if (options_.plugin && options_.keep_packing && candidates->size() > 1) {
-      // Whole free servers each candidate leaves; none may leave fewer than
-      // the host's first (the next large job must fit as well).
-      auto free_servers_after = [&](const CandidateAllocation& c) {
+      // Whole free servers and whole free racks (leaves) each candidate
+      // leaves; none may leave fewer of either than the host's first (the
+      // next large job must fit as well: in a server, or in a rack, where it
+      // crosses no uplink).
+      struct WholeFree {
+        size_t servers = 0, racks = 0;
+      };
+      auto free_after = [&](const CandidateAllocation& c) {
         std::map<std::string, uint32_t> used;
         for (const auto& [job, gpu_servers] : c.servers) {
           for (const std::string& server : gpu_servers) ++used[server];
         }
-        size_t whole = 0;
+        WholeFree whole;
+        std::map<std::string, bool> rack_whole;
         for (const ServerView& v : servers_) {
           auto u = used.find(v.id);
-          whole += v.free_gpus == v.gpus && (u == used.end() || u->second == 0);
+          const bool free = v.free_gpus == v.gpus && (u == used.end() || u->second == 0);
+          whole.servers += free;
+          auto [it, inserted] = rack_whole.emplace(v.rack, free);
+          if (!inserted) it->second = it->second && free;
         }
+        for (const auto& [rack, rack_free] : rack_whole) whole.racks += rack_free;
         return whole;
       };
-      const size_t host_free = free_servers_after(candidates->front());
+      const WholeFree host_free = free_after(candidates->front());
       const size_t before = candidates->size();
       std::erase_if(*candidates, [&, first = &candidates->front()](const CandidateAllocation& c) {
-        return &c != first && free_servers_after(c) < host_free;
+        if (&c == first) return false;
+        const WholeFree f = free_after(c);
+        return f.servers < host_free.servers || f.racks < host_free.racks;
       });
       report_.packing_dropped += before - candidates->size();
     }

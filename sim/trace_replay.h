@@ -24,8 +24,8 @@
 // round ranks the host's K candidates with the running jobs pinned at their
 // current phase, runs the best one and starts each new job at its next slot
 // (when its shifts gain over random phases: start_delay_min_gain; candidates
-// that leave fewer whole free servers than the host's first are not ranked:
-// keep_packing); with it off, the host's first candidate runs and jobs start
+// that leave fewer whole free servers or whole free racks than the host's
+// first are not ranked: keep_packing); with it off, the host's first candidate runs and jobs start
 // at once. duration_jitter and duration_factors perturb run times alike in
 // every mode: the noise controls.
 //
@@ -166,10 +166,13 @@ struct TraceReplayOptions {
   // non-preemptive schedule. < 0: every shifted job waits (Cassini mode).
   // Default 0: a job waits when its shifts gain anything (docs/simulator.md).
   double start_delay_min_gain = 0;
-  // Plugin on: a candidate that leaves fewer whole free servers than the
-  // host's first is not ranked (it cannot overtake): a choice that
-  // fragments the cluster makes the next large job queue, a cost no
-  // round's link prediction sees. Default true (Cassini mode: false;
+  // Plugin on: a candidate that leaves fewer whole free servers, or fewer
+  // whole free racks (every server of the rack free), than the host's first
+  // is not ranked (it cannot overtake): a choice that fragments the cluster
+  // makes the next large job queue, or cross uplinks it would not have
+  // crossed, a cost no round's link prediction sees. Servers of one GPU
+  // make the server rule moot (every candidate leaves as many), so the rack
+  // rule is the one that acts there. Default true (Cassini mode: false;
   // measured in docs/simulator.md).
   bool keep_packing = true;
   // Plugin on: running jobs are pinned at their current phase (SPEC 4,

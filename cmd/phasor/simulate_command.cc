@@ -46,6 +46,7 @@ struct SimulateFlags {
   std::vector<std::string> duration_factors;
   double start_delay_min_gain = sim::TraceReplayOptions{}.start_delay_min_gain;
   std::string keep_packing = sim::TraceReplayOptions{}.keep_packing ? "on" : "off";
+  std::string pin_running = sim::TraceReplayOptions{}.pin_running ? "on" : "off";
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
@@ -109,6 +110,8 @@ void RunTrace(const SimulateFlags& flags) {
   options.start_delay_min_gain = flags.start_delay_min_gain;
   if (flags.keep_packing != "on" && flags.keep_packing != "off") FailSimulate(kExitBadInput, "--keep-packing: must be on or off");
   options.keep_packing = flags.keep_packing == "on";
+  if (flags.pin_running != "on" && flags.pin_running != "off") FailSimulate(kExitBadInput, "--pin-running: must be on or off");
+  options.pin_running = flags.pin_running == "on";
   for (const std::string& entry : flags.duration_factors) {
     const size_t eq = entry.rfind('=');
     double factor = 0;
@@ -283,8 +286,12 @@ void AddSimulateCommand(CLI::App& app) {
                   "random phases on one of its links (< 0: always wait)")
       ->capture_default_str();
   cmd->add_option("--keep-packing", flags->keep_packing,
-                  "Trace replay: candidates that leave fewer whole free servers than the host's first are not "
-                  "ranked, on|off")
+                  "Trace replay: candidates that leave fewer whole free servers or whole free racks than the "
+                  "host's first are not ranked, on|off")
+      ->capture_default_str();
+  cmd->add_option("--pin-running", flags->pin_running,
+                  "Trace replay: running jobs keep their phase and only new jobs are shifted, on|off (off: "
+                  "every job of the affinity graph may be shifted, once, at the end of its iteration)")
       ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();

@@ -1,7 +1,9 @@
-// `phasor keygen` and `phasor status`, run as the real executable.
+// `phasor keygen`, `phasor status` and `phasor simulate`'s replay flags, run
+// as the real executable.
 #include <filesystem>
 
 #include "gmock/gmock.h"
+#include "nlohmann/json.hpp"
 #include "gtest/gtest.h"
 #include "integrations/client/client.h"
 #include "protocol/curve_keys.h"
@@ -85,6 +87,29 @@ TEST(StatusCommandTest, NothingListeningIsOneLineAndExitOne) {
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1);
   run = RunPhasor({"status", "--metrics", "no-port"});
   EXPECT_EQ(run.code, kExitBadInput);
+}
+
+// --pin-running: pinned (the default), no running job is ever shifted; off,
+// the solver moves running jobs too (at the end of their iteration), as
+// Cassini mode does. Twelve generated jobs on the Cassini-shaped fabric.
+TEST(SimulateCommandTest, PinRunningOffLetsTheSolverShiftRunningJobs) {
+  const std::vector<std::string> base = {"simulate", "--workload", "cassini", "--fabric", "leaf-spine:24:4:4:1",
+                                         "--jobs", "12", "--seed", "1", "--no-progress"};
+  auto running_shifts = [&](const std::string& pin) {
+    std::vector<std::string> args = base;
+    if (!pin.empty()) args.insert(args.end(), {"--pin-running", pin});
+    CommandRun run = RunPhasor(args);
+    EXPECT_EQ(run.code, 0) << run.err;
+    return nlohmann::json::parse(run.out, nullptr, false).value("running_shifts", -1);
+  };
+  EXPECT_EQ(running_shifts(""), 0);
+  EXPECT_EQ(running_shifts("on"), 0);
+  EXPECT_GT(running_shifts("off"), 0);
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--pin-running", "maybe"});
+  CommandRun run = RunPhasor(bad);
+  EXPECT_EQ(run.code, kExitBadInput);
+  EXPECT_THAT(run.err, HasSubstr("--pin-running: must be on or off"));
 }
 
 }  // namespace

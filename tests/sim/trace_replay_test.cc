@@ -618,6 +618,30 @@ TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeServers) {
   EXPECT_FALSE(CassiniMode(PackingScenario(&host)).keep_packing);
 }
 
+// The same rule one level up, where every server has one GPU (so every
+// candidate leaves as many whole free servers): 12 servers in 3 leaves of 4,
+// uplinks 4:1. a runs across leaves 1 and 2 (s1 + s5); b may take the free
+// servers beside it (candidate 0: s2 + s6, sharing a's uplinks; leaf 3 stays
+// whole) or two servers of leaf 3 (candidate 1: no uplink at all, but no
+// whole leaf is left for the next job that needs one).
+TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeLeaves) {
+  ScriptedHost host({{"a", {{"s1", "s5"}}}, {"b", {{"s2", "s6"}, {"s9", "s10"}}}});
+  TraceReplayOptions options = PackingScenario(&host);
+  options.fabric = "leaf-spine:12:4:4:1";
+  absl::StatusOr<TraceReport> kept = ReplayTrace(options);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->packing_dropped, 1u);
+  EXPECT_EQ(kept->overtaken_rounds, 0u);
+  ASSERT_EQ(kept->jobs.size(), 2u);
+  options.keep_packing = false;
+  absl::StatusOr<TraceReport> spread = ReplayTrace(options);
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  EXPECT_EQ(spread->packing_dropped, 0u);
+  EXPECT_EQ(spread->overtaken_rounds, 1u);  // leaf 3 crosses no uplink: the prediction prefers it
+  ASSERT_EQ(spread->contested.size(), 1u);
+  EXPECT_EQ(spread->contested[0].chosen, "1");
+}
+
 // b shares only spine links with a, at 1:2 oversubscription (each spine link
 // carries both Up phases at once): its shifts buy nothing, so it starts on
 // arrival instead of waiting for its slot.
