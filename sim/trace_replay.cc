@@ -526,12 +526,15 @@ class Replayer {
       std::map<std::string, std::map<std::string, double>> running_links;
       for (const auto& [id, r] : running_) {
         if (!r.networked) continue;
-        placer::Job j = RankJob(id, r.profile);
         const JobStats& stats = net_->job_stats()[r.stats_index];
+        const placer::TrafficProfile profile =
+            options_.measured_running_profiles && !options_.pace ? MeasuredProfile(r.profile, stats.iteration_us)
+                                                                  : r.profile;
+        placer::Job j = RankJob(id, profile);
         if (options_.pin_running) {
           const double reference = options_.pace ? stats.start_us : stats.last_end_us;
-          j.pinned_shift_us = static_cast<uint32_t>(std::fmod(reference, r.profile.period_us));
-          if (*j.pinned_shift_us >= r.profile.period_us) j.pinned_shift_us = 0;
+          j.pinned_shift_us = static_cast<uint32_t>(std::fmod(reference, profile.period_us));
+          if (*j.pinned_shift_us >= profile.period_us) j.pinned_shift_us = 0;
         }
         request.jobs.push_back(j);
         running_links[id] = Clamp(r.links);
@@ -812,6 +815,19 @@ absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options) {
   return gpus;
 }
 
+placer::TrafficProfile MeasuredProfile(const placer::TrafficProfile& isolated, const std::vector<double>& iteration_us) {
+  if (iteration_us.empty() || !isolated.square) return isolated;
+  const size_t n = std::min<size_t>(8, iteration_us.size());
+  double sum = 0;
+  for (size_t i = iteration_us.size() - n; i < iteration_us.size(); ++i) sum += iteration_us[i];
+  const placer::SquareWave& wave = *isolated.square;
+  const double compute = wave.start_us;
+  const double up = sum / static_cast<double>(n) - compute;
+  if (up <= wave.up_us * 1.001) return isolated;
+  const double bytes = wave.up_us * wave.up_gbps * 1e3 / 8;
+  return JobProfile(compute, bytes, bytes * 8 / (up * 1e3), 0);
+}
+
 TraceReplayOptions CassiniMode(TraceReplayOptions base) {
   base.plugin = true;
   base.random_start = false;
@@ -822,6 +838,7 @@ TraceReplayOptions CassiniMode(TraceReplayOptions base) {
   base.ranking_policy.discard_loops = true;
   base.start_delay_min_gain = -1;
   base.keep_packing = false;
+  base.measured_running_profiles = false;
   return base;
 }
 

@@ -175,6 +175,13 @@ struct TraceReplayOptions {
   // rule is the one that acts there. Default true (Cassini mode: false;
   // measured in docs/simulator.md).
   bool keep_packing = true;
+  // Plugin on, once mode: each running job is ranked with its profile as
+  // measured on its links (the mean of its last iterations as the period,
+  // its bytes over a longer, lower Up phase when sharing stretched it), as
+  // phasord ranks with the probes' profiles (MeasuredProfile below; default
+  // true). False: its isolated profile from the model catalogue (Cassini
+  // mode). Pace mode keeps the isolated profile: its slots hold the period.
+  bool measured_running_profiles = true;
   // Plugin on: running jobs are pinned at their current phase (SPEC 4,
   // beyond; default true), so only new jobs move. False (Cassini): the solver
   // shifts every job of the affinity graph freely, and each running job whose
@@ -269,6 +276,15 @@ struct TraceReport {
 // InvalidArgument "duration_jitter: ..." unless 0 <= fraction <= 0.5.
 absl::Status ApplyDurationJitter(double fraction, uint64_t seed, std::vector<TraceJob>& jobs);
 
+// A running job's profile as a probe would measure it on its links, from
+// the isolated one (a square wave: compute, then the Up phase) and the job's
+// iteration times so far: the mean of the last (up to 8) iterations is the
+// period, the compute phase stays, and the same bytes fill the rest (an Up
+// phase stretched by sharing is longer and lower). `isolated` itself when no
+// iteration has ended, when it has no square wave, or when the iterations
+// are within 0.1 % of its Up phase's length.
+placer::TrafficProfile MeasuredProfile(const placer::TrafficProfile& isolated, const std::vector<double>& iteration_us);
+
 // The GPUs of the replay's fabric (options.topology_path or options.fabric);
 // errors as ReplayTrace's for a bad fabric.
 absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options);
@@ -276,8 +292,10 @@ absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options);
 // The paper's algorithm on the same path as `--plugin on` (the ablation of
 // phasor's additions): `base` with the plugin on, once mode (pace off), no
 // re-alignment, no pins (running jobs are shifted as the solver says), Rank()'s
-// score order (ranking_policy.min_gain < 0) and loop candidates discarded
-// (ranking_policy.discard_loops).
+// score order (ranking_policy.min_gain < 0), loop candidates discarded
+// (ranking_policy.discard_loops), every candidate ranked (no keep_packing),
+// every shifted job waiting for its slot, and the catalogue's isolated
+// profiles for running jobs.
 TraceReplayOptions CassiniMode(TraceReplayOptions base);
 
 // Runs one replay. Errors: InvalidArgument for bad options or trace rows

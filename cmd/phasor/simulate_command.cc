@@ -47,6 +47,7 @@ struct SimulateFlags {
   double start_delay_min_gain = sim::TraceReplayOptions{}.start_delay_min_gain;
   std::string keep_packing = sim::TraceReplayOptions{}.keep_packing ? "on" : "off";
   std::string pin_running = sim::TraceReplayOptions{}.pin_running ? "on" : "off";
+  std::string running_profiles = sim::TraceReplayOptions{}.measured_running_profiles ? "measured" : "isolated";
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
@@ -112,6 +113,10 @@ void RunTrace(const SimulateFlags& flags) {
   options.keep_packing = flags.keep_packing == "on";
   if (flags.pin_running != "on" && flags.pin_running != "off") FailSimulate(kExitBadInput, "--pin-running: must be on or off");
   options.pin_running = flags.pin_running == "on";
+  if (flags.running_profiles != "isolated" && flags.running_profiles != "measured") {
+    FailSimulate(kExitBadInput, "--running-profiles: must be isolated or measured");
+  }
+  options.measured_running_profiles = flags.running_profiles == "measured";
   for (const std::string& entry : flags.duration_factors) {
     const size_t eq = entry.rfind('=');
     double factor = 0;
@@ -292,6 +297,10 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--pin-running", flags->pin_running,
                   "Trace replay: running jobs keep their phase and only new jobs are shifted, on|off (off: "
                   "every job of the affinity graph may be shifted, once, at the end of its iteration)")
+      ->capture_default_str();
+  cmd->add_option("--running-profiles", flags->running_profiles,
+                  "Trace replay, once mode: rank running jobs with their isolated profiles or as measured on "
+                  "their links (their recent iterations), isolated|measured")
       ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "models/model_catalog.h"
 #include "sim/host_scheduler.h"
 #include "sim/poisson_workload.h"
 
@@ -616,6 +617,33 @@ TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeServers) {
   for (const TraceJobResult& j : spread->jobs) EXPECT_DOUBLE_EQ(j.slowdown, 1.0) << j.id;
   // Cassini mode ranks every candidate.
   EXPECT_FALSE(CassiniMode(PackingScenario(&host)).keep_packing);
+}
+
+// A running job's profile as its links see it: 10 ms of compute, then 5 ms
+// of Up at 50 Gbit/s alone (31.25 MB); its last iterations took longer.
+TEST(MeasuredProfileTest, TheRecentIterationsSetThePeriodAndTheBytesFillTheLongerUpPhase) {
+  const placer::TrafficProfile isolated = models::JobProfile(10000, 31.25e6, 50, 0);
+  ASSERT_EQ(isolated.period_us, 15000u);
+  auto same = [](const placer::TrafficProfile& a, const placer::TrafficProfile& b) {
+    return a.period_us == b.period_us && a.square.has_value() && b.square.has_value() &&
+           a.square->up_us == b.square->up_us && a.square->up_gbps == b.square->up_gbps &&
+           a.square->start_us == b.square->start_us;
+  };
+  EXPECT_TRUE(same(MeasuredProfile(isolated, {}), isolated));              // not iterated yet
+  EXPECT_TRUE(same(MeasuredProfile(isolated, {15000, 15005}), isolated));  // within 0.1 % of alone
+  const placer::TrafficProfile slowed = MeasuredProfile(isolated, {15000, 20000, 20000});
+  EXPECT_EQ(slowed.period_us, 18334u);  // mean 18333.3 us: compute 10000 + Up 8333.3, rounded up
+  ASSERT_TRUE(slowed.square.has_value());
+  EXPECT_EQ(slowed.square->start_us, 10000u);
+  EXPECT_EQ(slowed.square->up_us, 8334u);
+  EXPECT_NEAR(slowed.square->up_gbps, 30.0, 1e-9);  // the same 31.25 MB over 8.33 ms
+  // Only the last eight iterations count: an early slow one is forgotten.
+  std::vector<double> history(8, 20000);
+  history.insert(history.begin(), 90000);
+  EXPECT_EQ(MeasuredProfile(isolated, history).period_us, 20000u);
+  // phasor ranks running jobs so by default; Cassini mode with the catalogue's profiles.
+  EXPECT_TRUE(TraceReplayOptions{}.measured_running_profiles);
+  EXPECT_FALSE(CassiniMode(TraceReplayOptions{}).measured_running_profiles);
 }
 
 // The same rule one level up, where every server has one GPU (so every
