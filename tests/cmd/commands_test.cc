@@ -112,5 +112,25 @@ TEST(SimulateCommandTest, PinRunningOffLetsTheSolverShiftRunningJobs) {
   EXPECT_THAT(run.err, HasSubstr("--pin-running: must be on or off"));
 }
 
+// --running-profiles: both values replay; a third is a bad input named by
+// the flag, with nothing on stdout.
+TEST(SimulateCommandTest, RunningProfilesTakesIsolatedOrMeasured) {
+  const std::vector<std::string> base = {"simulate", "--workload", "cassini", "--fabric", "leaf-spine:24:4:4:1",
+                                         "--jobs", "12", "--seed", "1", "--no-progress", "--running-profiles"};
+  for (const std::string value : {"isolated", "measured"}) {
+    std::vector<std::string> args = base;
+    args.push_back(value);
+    CommandRun run = RunPhasor(args);
+    EXPECT_EQ(run.code, 0) << value << ": " << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out, nullptr, false).value("jobs_completed", -1), 12) << value;
+  }
+  std::vector<std::string> bad = base;
+  bad.push_back("sampled");
+  CommandRun run = RunPhasor(bad);
+  EXPECT_EQ(run.code, kExitBadInput);
+  EXPECT_THAT(run.err, HasSubstr("--running-profiles: must be isolated or measured"));
+  EXPECT_EQ(run.out, "");
+}
+
 }  // namespace
 }  // namespace phasor

@@ -288,6 +288,18 @@ TEST(TraceReplayTest, PluginRemovesCollisionsOnASharedUplink) {
   EXPECT_TRUE(json["jct_s"].contains("p99"));
 }
 
+// Two jobs "a" and "b" of the catalogue's gradient model ("grad": 150 MB of
+// gradients per iteration), alike but for their arrivals.
+std::vector<TraceJob> GradientPair(uint32_t gpus, double compute_us, double duration_s, double a_arrival_us,
+                                   double b_arrival_us) {
+  TraceJob a{.id = "a", .arrival_us = a_arrival_us, .gpus = gpus, .model = "grad", .duration_s = duration_s,
+             .compute_us = compute_us, .gradient_bytes = 150e6};
+  TraceJob b = a;
+  b.id = "b";
+  b.arrival_us = b_arrival_us;
+  return {a, b};
+}
+
 // Two generated 3-GPU jobs on 3 leaves of 2 one-GPU servers: consolidation
 // puts a on s1, s2 + s3 and b on s4 + s5, s6, so both rings cross leaf2's
 // spine links. a arrives at 0.5 s (its iterations of 72 ms then end at
@@ -298,12 +310,7 @@ TraceReplayOptions TwoGradientJobs() {
   options.scheduler = "consolidate";
   options.fabric = "leaf-spine:6:2:2:1";
   options.top_k = 2;
-  TraceJob a{.id = "a", .arrival_us = 0.5e6, .gpus = 3, .model = "grad", .duration_s = 60,
-             .compute_us = 40000, .gradient_bytes = 150e6};
-  TraceJob b = a;
-  b.id = "b";
-  b.arrival_us = 10e6;
-  options.jobs = {a, b};
+  options.jobs = GradientPair(3, 40000, 60, 0.5e6, 10e6);
   return options;
 }
 
@@ -589,12 +596,7 @@ TraceReplayOptions PackingScenario(ScriptedHost* host) {
   options.host = host;
   options.fabric = "leaf-spine:8:2:2:2";
   options.top_k = 2;
-  TraceJob a{.id = "a", .arrival_us = 0, .gpus = 2, .model = "grad", .duration_s = 30,
-             .compute_us = 10000, .gradient_bytes = 150e6};
-  TraceJob b = a;
-  b.id = "b";
-  b.arrival_us = 1e6;
-  options.jobs = {a, b};
+  options.jobs = GradientPair(2, 10000, 30, 0, 1e6);
   return options;
 }
 
