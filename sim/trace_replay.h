@@ -25,8 +25,8 @@
 // current phase, runs the best one and starts each new job at its next slot
 // (when its shifts gain over random phases: start_delay_min_gain; candidates
 // that leave fewer whole free servers or whole free racks than the host's
-// first are not ranked: keep_packing); with it off, the host's first candidate runs and jobs start
-// at once. duration_jitter and duration_factors perturb run times alike in
+// first are not ranked: keep_packing); with it off, the host's first
+// candidate runs and jobs start at once. duration_jitter and duration_factors perturb run times alike in
 // every mode: the noise controls.
 //
 // Scheduling is non-preemptive; rounds run at every arrival and completion.
@@ -281,8 +281,8 @@ absl::Status ApplyDurationJitter(double fraction, uint64_t seed, std::vector<Tra
 // iteration times so far: the mean of the last (up to 8) iterations is the
 // period, the compute phase stays, and the same bytes fill the rest (an Up
 // phase stretched by sharing is longer and lower). `isolated` itself when no
-// iteration has ended, when it has no square wave, or when the iterations
-// are within 0.1 % of its Up phase's length.
+// iteration has ended, when it has no square wave, or when the measured Up
+// part is within 0.1 % of the isolated Up phase.
 placer::TrafficProfile MeasuredProfile(const placer::TrafficProfile& isolated, const std::vector<double>& iteration_us);
 
 // The GPUs of the replay's fabric (options.topology_path or options.fabric);
