@@ -163,6 +163,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
         else if (pk == "discard_loops") s = Read(c.second, full, p.discard_loops);
         else if (pk == "shift_confidence") s = Read(c.second, full, p.shift_confidence);
         else if (pk == "trust_choice_gains") s = Read(c.second, full, p.trust_choice_gains);
+        else if (pk == "keep_packing") s = Read(c.second, full, p.keep_packing);
         else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
         if (!s.ok()) return s;
       }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "placer/candidate_routing.h"
+#include "placer/packing.h"
 #include "placer/traffic_profile.h"
 #include "protocol/convert.h"
 #include "protocol/framing.h"
@@ -200,10 +201,22 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
     if (!c.servers.empty()) candidate_servers[c.id] = c.servers;
   }
   const std::map<std::string, std::vector<std::string>> running_servers = request->running.servers;
+  // The host's packing kept (placer/packing.h): with the servers it says are
+  // wholly free, no server-form candidate may leave fewer whole free servers
+  // or racks than its first.
+  if (!request->free_servers.empty() && options_.ranking_policy.keep_packing) {
+    if (!fabric_) {
+      return absl::FailedPreconditionError(
+          "free_servers: phasord has no fabric to find their racks in (set topology_path: in its configuration)");
+    }
+    absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, request->free_servers);
+    if (!view.ok()) return view.status();
+    placer::KeepPacking(*view, *request, prepared.set_aside);
+  }
   // Server-form candidates become link shares by the ring traffic model over
   // the configured fabric (the semantics of `phasor rank --topology`);
   // without a fabric Rank() rejects them itself.
-  if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.unrouted);
+  if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.set_aside);
   if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
   prepared.limits = options_.rank_limits;
   prepared.limits.max_candidates = options_.max_candidates_per_request;
@@ -257,7 +270,7 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
   const placer::PolicyDecision decision = placer::ApplyRankingPolicy(prepared.request, prepared.policy, ranking);
   spdlog::debug("phasord: ranking {}: policy {} (host's first '{}', first now '{}')", prepared.ranking_id,
                 decision.reason, decision.host_first, decision.chosen);
-  ranking.rejected.insert(ranking.rejected.end(), prepared.unrouted.begin(), prepared.unrouted.end());
+  ranking.rejected.insert(ranking.rejected.end(), prepared.set_aside.begin(), prepared.set_aside.end());
   v1::RankReply reply = protocol::ToProto(ranking, prepared.request);
   reply.set_request_id(prepared.request_id);
   reply.set_ranking_id(prepared.ranking_id);

@@ -58,7 +58,9 @@ struct PreparedRanking {
   uint64_t request_id = 0;
   uint64_t ranking_id = 0;
   placer::RankRequest request;
-  std::vector<placer::RejectedCandidate> unrouted;  // server-form candidates that could not be routed
+  // Server-form candidates set aside before Rank(): refused by the packing
+  // rule (ranking_policy.keep_packing with free_servers), or not routable.
+  std::vector<placer::RejectedCandidate> set_aside;
   std::string candidates;                           // the request as ranked (serialized RankRequest)
   bool reply_links = true;                          // RankRequest.reply_detail FULL (else ORDER: no links)
   placer::RankLimits limits;                        // the configured limits, deadline included

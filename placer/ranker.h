@@ -101,6 +101,10 @@ struct RankRequest {
   std::vector<Candidate> candidates;  // in the host scheduler's order of preference
   RunningPlacement running;           // common to every candidate (empty: none)
   RankOptions options;
+  // The servers wholly free before this placement, in the host's view (empty:
+  // not given). Rank() does not read them; the packing rule does
+  // (placer/packing.h, RankingPolicyOptions::keep_packing).
+  std::vector<std::string> free_servers;
 };
 
 struct LinkResult {

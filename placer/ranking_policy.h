@@ -73,6 +73,13 @@ struct RankingPolicyOptions {
   // seed of ten, on the Cassini workload a loss into a gain in one of twenty
   // (docs/simulator.md).
   bool trust_choice_gains = false;
+  // The host's packing kept (placer/packing.h): a candidate in server form
+  // that leaves fewer whole free servers or whole free racks than the host's
+  // first is not ranked. Applied before Rank() by whoever knows which servers
+  // are free (KeepPacking: the trace replay, phasord for a request with
+  // free_servers, the Slurm controller), not by ApplyRankingPolicy. Default
+  // true; Cassini mode turns it off.
+  bool keep_packing = true;
 };
 
 // InvalidArgument naming the field: min_headroom outside [0, 1),

@@ -72,6 +72,7 @@ v1::RankRequest ToProto(const placer::RankRequest& request) {
       for (const std::string& s : servers) list.add_servers(s);
     }
   }
+  for (const std::string& s : request.free_servers) out.add_free_servers(s);
   const placer::RankOptions& o = request.options;
   v1::RankOptions* opts = out.mutable_options();
   opts->set_quantum_us(o.circle.quantum_us);
@@ -128,6 +129,7 @@ absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
   for (const auto& [job, servers] : request.running().servers()) {
     out.running.servers[job].assign(servers.servers().begin(), servers.servers().end());
   }
+  out.free_servers.assign(request.free_servers().begin(), request.free_servers().end());
   const v1::RankOptions& o = request.options();
   placer::RankOptions& opts = out.options;
   if (o.has_quantum_us()) opts.circle.quantum_us = o.quantum_us();

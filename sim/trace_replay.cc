@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "placer/packing.h"
 #include "placer/ranker.h"
 #include "sim/host_scheduler.h"
 #include "models/model_catalog.h"
@@ -323,7 +324,8 @@ class Replayer {
       view.id = node.id;
       view.gpus = node.gpus;
       view.free_gpus = node.gpus;
-      view.rack = node.out.empty() ? "" : topo_.node(topo_.link(node.out.front()).to).id;
+      const std::optional<topology::NodeIndex> leaf = topo_.LeafOf(s);
+      view.rack = leaf ? topo_.node(*leaf).id : "";
       servers_.push_back(view);
       report_.gpus += node.gpus;
     }
@@ -474,37 +476,18 @@ class Replayer {
     if (!candidates.ok()) return candidates.status();
     if (candidates->empty()) return absl::OkStatus();
     ++report_.rounds;
-    if (options_.plugin && options_.keep_packing && candidates->size() > 1) {
-      // Whole free servers and whole free racks (leaves) each candidate
-      // leaves; none may leave fewer of either than the host's first (the
-      // next large job must fit as well: in a server, or in a rack, where it
-      // crosses no uplink).
-      struct WholeFree {
-        size_t servers = 0, racks = 0;
-      };
-      auto free_after = [&](const CandidateAllocation& c) {
-        std::map<std::string, uint32_t> used;
-        for (const auto& [job, gpu_servers] : c.servers) {
-          for (const std::string& server : gpu_servers) ++used[server];
-        }
-        WholeFree whole;
-        std::map<std::string, bool> rack_whole;
-        for (const ServerView& v : servers_) {
-          auto u = used.find(v.id);
-          const bool free = v.free_gpus == v.gpus && (u == used.end() || u->second == 0);
-          whole.servers += free;
-          auto [it, inserted] = rack_whole.emplace(v.rack, free);
-          if (!inserted) it->second = it->second && free;
-        }
-        for (const auto& [rack, rack_free] : rack_whole) whole.racks += rack_free;
-        return whole;
-      };
-      const WholeFree host_free = free_after(candidates->front());
+    if (options_.plugin && options_.ranking_policy.keep_packing && candidates->size() > 1) {
+      // No candidate may leave fewer whole free servers or racks than the
+      // host's first (placer/packing.h, as phasord applies it).
+      placer::PackingView view;
+      for (const ServerView& v : servers_) {
+        view.rack_of[v.id] = v.rack;
+        if (v.free_gpus == v.gpus) view.free.insert(v.id);
+      }
+      const placer::WholeFree host_free = placer::WholeFreeAfter(view, candidates->front().servers);
       const size_t before = candidates->size();
       std::erase_if(*candidates, [&, first = &candidates->front()](const CandidateAllocation& c) {
-        if (&c == first) return false;
-        const WholeFree f = free_after(c);
-        return f.servers < host_free.servers || f.racks < host_free.racks;
+        return &c != first && placer::LeavesLessPacked(placer::WholeFreeAfter(view, c.servers), host_free);
       });
       report_.packing_dropped += before - candidates->size();
     }
@@ -837,7 +820,7 @@ TraceReplayOptions CassiniMode(TraceReplayOptions base) {
   base.ranking_policy.min_gain = -1;
   base.ranking_policy.discard_loops = true;
   base.start_delay_min_gain = -1;
-  base.keep_packing = false;
+  base.ranking_policy.keep_packing = false;
   base.measured_running_profiles = false;
   return base;
 }

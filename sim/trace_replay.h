@@ -25,7 +25,7 @@
 // current phase, runs the best one and starts each new job at its next slot
 // (when its shifts gain over random phases: start_delay_min_gain; candidates
 // that leave fewer whole free servers or whole free racks than the host's
-// first are not ranked: keep_packing); with it off, the host's first
+// first are not ranked: ranking_policy.keep_packing, placer/packing.h); with it off, the host's first
 // candidate runs and jobs start at once. duration_jitter and duration_factors perturb run times alike in
 // every mode: the noise controls.
 //
@@ -166,15 +166,6 @@ struct TraceReplayOptions {
   // non-preemptive schedule. < 0: every shifted job waits (Cassini mode).
   // Default 0: a job waits when its shifts gain anything (docs/simulator.md).
   double start_delay_min_gain = 0;
-  // Plugin on: a candidate that leaves fewer whole free servers, or fewer
-  // whole free racks (every server of the rack free), than the host's first
-  // is not ranked (it cannot overtake): a choice that fragments the cluster
-  // makes the next large job queue, or cross uplinks it would not have
-  // crossed, a cost no round's link prediction sees. Servers of one GPU
-  // make the server rule moot (every candidate leaves as many), so the rack
-  // rule is the one that acts there. Default true (Cassini mode: false;
-  // measured in docs/simulator.md).
-  bool keep_packing = true;
   // Plugin on, once mode: each running job is ranked with its profile as
   // measured on its links (the mean of its last iterations as the period,
   // its bytes over a longer, lower Up phase when sharing stretched it), as
@@ -258,7 +249,7 @@ struct TraceReport {
   uint64_t running_shifts = 0;    // pin_running off: running jobs shifted once to a new slot
   uint64_t discarded_loops = 0;   // discard_loops: candidates discarded for a loop
   uint64_t undelayed_starts = 0;  // start_delay_min_gain: shifted new jobs started at once
-  uint64_t packing_dropped = 0;   // keep_packing: candidates not ranked
+  uint64_t packing_dropped = 0;   // ranking_policy.keep_packing: candidates not ranked
   std::vector<ContestedRound> contested;  // in time order
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and
@@ -293,7 +284,7 @@ absl::StatusOr<uint32_t> FabricGpus(const TraceReplayOptions& options);
 // phasor's additions): `base` with the plugin on, once mode (pace off), no
 // re-alignment, no pins (running jobs are shifted as the solver says), Rank()'s
 // score order (ranking_policy.min_gain < 0), loop candidates discarded
-// (ranking_policy.discard_loops), every candidate ranked (no keep_packing),
+// (ranking_policy.discard_loops), every candidate ranked (no ranking_policy.keep_packing),
 // every shifted job waiting for its slot, and the catalogue's isolated
 // profiles for running jobs.
 TraceReplayOptions CassiniMode(TraceReplayOptions base);

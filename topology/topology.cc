@@ -172,6 +172,14 @@ std::vector<NodeIndex> Topology::Servers() const {
   return out;
 }
 
+std::optional<NodeIndex> Topology::LeafOf(NodeIndex server) const {
+  if (server >= nodes_.size() || !IsServer(server)) return std::nullopt;
+  for (LinkIndex l : nodes_[server].out) {
+    if (!IsServer(links_[l].to)) return links_[l].to;
+  }
+  return std::nullopt;
+}
+
 bool SameModel(const Topology& a, const Topology& b) {
   if (a.nodes().size() != b.nodes().size() || a.links().size() != b.links().size()) return false;
   for (const Node& na : a.nodes()) {

@@ -105,6 +105,9 @@ class Topology {
   uint64_t num_gpus() const { return num_gpus_; }
   // Servers in insertion order.
   std::vector<NodeIndex> Servers() const;
+  // A server's leaf switch (its rack): the switch its first link to a switch
+  // reaches; std::nullopt for a switch or a server linked to no switch.
+  std::optional<NodeIndex> LeafOf(NodeIndex server) const;
 
  private:
   absl::Status CheckNewNodeId(std::string_view id) const;

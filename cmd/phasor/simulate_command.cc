@@ -45,7 +45,7 @@ struct SimulateFlags {
   uint64_t jitter_seed = 0;
   std::vector<std::string> duration_factors;
   double start_delay_min_gain = sim::TraceReplayOptions{}.start_delay_min_gain;
-  std::string keep_packing = sim::TraceReplayOptions{}.keep_packing ? "on" : "off";
+  std::string keep_packing = placer::RankingPolicyOptions{}.keep_packing ? "on" : "off";
   std::string pin_running = sim::TraceReplayOptions{}.pin_running ? "on" : "off";
   std::string running_profiles = sim::TraceReplayOptions{}.measured_running_profiles ? "measured" : "isolated";
   std::string trust_choice_gains = "off";
@@ -110,7 +110,7 @@ void RunTrace(const SimulateFlags& flags) {
   options.duration_jitter_seed = flags.jitter_seed;
   options.start_delay_min_gain = flags.start_delay_min_gain;
   if (flags.keep_packing != "on" && flags.keep_packing != "off") FailSimulate(kExitBadInput, "--keep-packing: must be on or off");
-  options.keep_packing = flags.keep_packing == "on";
+  options.ranking_policy.keep_packing = flags.keep_packing == "on";
   if (flags.pin_running != "on" && flags.pin_running != "off") FailSimulate(kExitBadInput, "--pin-running: must be on or off");
   options.pin_running = flags.pin_running == "on";
   if (flags.running_profiles != "isolated" && flags.running_profiles != "measured") {

@@ -93,12 +93,14 @@ struct ServeFlags {
   std::string slurm_bin_dir;
   CurveFlags curve;
   std::string log_level = "info";
+  std::string keep_packing = "on";
 };
 
 void RunServe(ServeFlags& f) {
   const std::string command = "slurm serve";
   spdlog::set_level(spdlog::level::from_str(f.log_level));
   if (f.poll_ms < 10) FailCommand(command, kExitBadInput, "--poll-ms: must be at least 10");
+  f.controller.keep_packing = f.keep_packing == "on";
   f.controller.curve = CurveOrFail(command, f.curve);
   absl::StatusOr<std::unique_ptr<slurm::SlurmController>> controller = slurm::SlurmController::Create(f.controller);
   if (!controller.ok()) FailCommand(command, kExitBadInput, std::string(controller.status().message()));
@@ -243,6 +245,10 @@ void AddSlurmCommand(CLI::App& app) {
   serve->add_option("--submit-timeout-ms", f.controller.submit_timeout_ms, "phasord's deadline for a submit")
       ->capture_default_str();
   serve->add_option("--max-candidates", f.controller.max_candidates, "candidates ranked per submit")->capture_default_str();
+  serve->add_option("--keep-packing", f.keep_packing,
+                    "on: no candidate leaving fewer idle nodes or idle leaves than Slurm's first is ranked")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   serve->add_option("--proposal-ttl-ms", f.controller.proposal_ttl_ms, "how long a proposal's nodes stay promised")
       ->capture_default_str();
   serve->add_option("--profile-dir", f.controller.profiles.profile_dir, "directory of profile=FILE profiles");

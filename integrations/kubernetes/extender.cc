@@ -76,15 +76,8 @@ Extender::Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, to
   for (topology::NodeIndex s : fabric_.Servers()) {
     const topology::Node& server = fabric_.node(s);
     server_order_.emplace(server.id, server_order_.size());
-    // The leaf: the switch the server's first link reaches.
-    std::string leaf;
-    for (topology::LinkIndex l : server.out) {
-      const topology::Node& to = fabric_.node(fabric_.link(l).to);
-      if (to.kind == topology::NodeKind::kSwitch) {
-        leaf = to.id;
-        break;
-      }
-    }
+    const std::optional<topology::NodeIndex> leaf_node = fabric_.LeafOf(s);
+    const std::string leaf = leaf_node ? fabric_.node(*leaf_node).id : "";
     auto [it, added] = leaf_index.emplace(leaf, leaf_ids_.size());
     if (added) leaf_ids_.push_back(leaf);
     leaf_of_server_.push_back(it->second);

@@ -11,6 +11,7 @@
 #include "integrations/slurm/tree_candidates.h"
 #include "nlohmann/json.hpp"
 #include "placer/candidate_routing.h"
+#include "placer/packing.h"
 #include "placer/rank_json.h"
 #include "protocol/convert.h"
 #include "spdlog/spdlog.h"
@@ -219,6 +220,19 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
     c.servers[self] = (*sets)[i].nodes;
     request.candidates.push_back(std::move(c));
   }
+  // Slurm's own first choice (topology/tree's best fit) keeps its packing:
+  // no candidate that leaves fewer idle nodes or idle leaves goes to phasord.
+  if (options_.keep_packing) {
+    absl::StatusOr<placer::PackingView> view =
+        placer::PackingViewOf(*fabric_, std::vector<std::string>(free.begin(), free.end()));
+    if (!view.ok()) return decline(absl::InternalError(view.status().message()));
+    std::vector<placer::RejectedCandidate> unpacked;
+    placer::KeepPacking(*view, request, unpacked);
+    for (const placer::RejectedCandidate& r : unpacked) {
+      spdlog::debug("phasor slurm: candidate {} not ranked: {}", r.candidate, r.reason);
+    }
+    counters_.packing_dropped += unpacked.size();
+  }
   if (!options_.dump_dir.empty()) {
     std::ofstream(options_.dump_dir + "/" + token + ".json") << RankRequestToServerJson(request);
   }
@@ -240,7 +254,8 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
   if (index == as_servers.size()) {
     return decline(absl::InternalError(absl::StrCat("phasord ranked an unknown candidate '", best.candidate, "'")));
   }
-  Proposal proposal{token, (*sets)[index].nodes, best.candidate, best.score, static_cast<uint32_t>(sets->size())};
+  Proposal proposal{token, as_servers[index].servers.at(self), best.candidate, best.score,
+                    static_cast<uint32_t>(as_servers.size())};
   pending_[token] = {proposal.nodes, *profile, now};
   // Drop proposals whose job never started.
   for (auto it = pending_.begin(); it != pending_.end();) {

@@ -59,6 +59,10 @@ struct SlurmControllerOptions {
   int lifecycle_timeout_ms = 1000;
   // Candidates per submit (default 8).
   uint32_t max_candidates = 8;
+  // Slurm's packing kept (placer/packing.h): a candidate that leaves fewer
+  // idle nodes or fewer wholly idle leaf switches than topology/tree's first
+  // is not sent to phasord (default true).
+  bool keep_packing = true;
   // The token/job state file, rewritten on every change. Required.
   std::string state_path;
   // How long a proposal's nodes stay promised to it before its job starts
@@ -85,12 +89,13 @@ struct Proposal {
   std::vector<std::string> nodes;  // the top-ranked node set
   std::string candidate;           // its candidate id in the ranking ("c0", ...)
   double score = 1;
-  uint32_t candidates = 0;  // how many were ranked
+  uint32_t candidates = 0;  // how many were sent to phasord (after keep_packing)
 };
 
 struct ControllerCounters {
   uint64_t proposals = 0;
   uint64_t declined = 0;  // submits answered without a proposal
+  uint64_t packing_dropped = 0;  // candidates keep_packing did not send
   uint64_t starts = 0;
   uint64_t releases = 0;
 };

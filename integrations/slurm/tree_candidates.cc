@@ -20,14 +20,7 @@ std::vector<Leaf> FreeByLeaf(const topology::Topology& fabric, const std::set<st
   for (topology::NodeIndex s : fabric.Servers()) {
     const topology::Node& server = fabric.node(s);
     if (!free_nodes.contains(server.id)) continue;
-    std::optional<topology::NodeIndex> leaf;
-    for (topology::LinkIndex l : server.out) {
-      const topology::NodeIndex to = fabric.link(l).to;
-      if (!fabric.IsServer(to)) {
-        leaf = to;
-        break;
-      }
-    }
+    const std::optional<topology::NodeIndex> leaf = fabric.LeafOf(s);
     if (!leaf) continue;
     auto [it, added] = slot.try_emplace(*leaf, leaves.size());
     if (added) leaves.push_back({*leaf, {}});

@@ -112,15 +112,17 @@ TEST(ConfigTest, RankingPolicyParsesWithTheSimulatorsDefaults) {
   EXPECT_EQ(o->ranking_policy.shift_confidence, defaults.shift_confidence);
   EXPECT_FALSE(o->ranking_policy.discard_loops);
   EXPECT_FALSE(o->ranking_policy.trust_choice_gains);
+  EXPECT_TRUE(o->ranking_policy.keep_packing);
   o = ParseDaemonConfig(
       "allow_plain: true\nranking_policy:\n  min_gain: -1\n  min_headroom: 0.25\n  discard_loops: true\n"
-      "  shift_confidence: 0.75\n  trust_choice_gains: true\n");
+      "  shift_confidence: 0.75\n  trust_choice_gains: true\n  keep_packing: false\n");
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->ranking_policy.min_gain, -1);
   EXPECT_EQ(o->ranking_policy.min_headroom, 0.25);
   EXPECT_TRUE(o->ranking_policy.discard_loops);
   EXPECT_EQ(o->ranking_policy.shift_confidence, 0.75);
   EXPECT_TRUE(o->ranking_policy.trust_choice_gains);
+  EXPECT_FALSE(o->ranking_policy.keep_packing);
   EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: 3\n"), "ranking_policy: must be a mapping");
   EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {colour: red}\n"), "ranking_policy.colour: unknown key");
   EXPECT_EQ(ErrorOf("allow_plain: true\nranking_policy: {min_gain: lots}\n"), "ranking_policy.min_gain: wrong type");

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "daemon/solver_pool.h"
@@ -517,6 +518,97 @@ TEST_F(ServiceTest, RunningPartRanksAsTheLongFormAndCommitsItsJobs) {
   EXPECT_EQ(CommittedServers(*snap), (Servers{{"a", {"s1", "s2"}}, {"b", {"s2", "s3"}}}));
   ASSERT_EQ(snap->placement().candidates(0).links().count("b"), 1u);
   EXPECT_EQ(snap->placement().candidates(0).links().at("b").shares().at("s3->leaf1"), 1.0);
+}
+
+// Three leaves of two servers; r runs on s1 and s3 (over leaf1's and
+// leaf2's uplinks), so s2, s4 and the whole of leaf3 are free.
+constexpr char kThreeLeaves[] = R"yaml(
+generate:
+  leaf_spine: {leaves: 3, spines: 1, servers_per_leaf: 2, gpus_per_server: 1, nic_gbps: 100, uplink_gbps: 100}
+)yaml";
+
+// n (2 servers) as the host proposes it: "host" on s2, s4 (it shares r's
+// uplinks: Up phases of 60 % of the period do not interleave), "fresh" on
+// leaf3 alone (no shared link: score 1, and a smaller footprint, so it
+// overtakes on a prediction, but it takes the only whole free rack).
+v1::RankRequest PackingRequest() {
+  v1::RankRequest r;
+  for (const char* id : {"r", "n"}) {
+    v1::Job* j = r.add_jobs();
+    j->set_id(id);
+    j->mutable_profile()->set_period_us(100000);
+    j->mutable_profile()->mutable_square()->set_up_us(60000);
+    j->mutable_profile()->mutable_square()->set_up_gbps(80);
+  }
+  (*r.mutable_running()->mutable_servers())["r"].add_servers("s1");
+  (*r.mutable_running()->mutable_servers())["r"].add_servers("s3");
+  for (auto [id, a, b] : {std::tuple{"host", "s2", "s4"}, {"fresh", "s5", "s6"}}) {
+    v1::Candidate* c = r.add_candidates();
+    c->set_id(id);
+    (*c->mutable_servers())["n"].add_servers(a);
+    (*c->mutable_servers())["n"].add_servers(b);
+  }
+  return r;
+}
+
+TEST_F(ServiceTest, FreeServersKeepTheHostsPackingAgainstAPredictedGain) {
+  options_.topology_path = dir_ + "/fabric.yaml";
+  std::ofstream(options_.topology_path) << kThreeLeaves;
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  // Without free_servers the rule cannot apply: "fresh" overtakes.
+  v1::RankRequest request = PackingRequest();
+  absl::StatusOr<v1::RankReply> reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->ranked_size(), 2);
+  EXPECT_EQ(reply->ranked(0).candidate(), "fresh");
+  EXPECT_EQ(reply->ranked(0).score(), 1);
+  EXPECT_LT(reply->ranked(1).score(), 0.95);
+  EXPECT_EQ(metrics_.Value("phasord_policy_decisions_total", {{"decision", "overtaken"}}), 1);
+  // With them, "fresh" would leave no whole free rack where the host's first
+  // leaves leaf3: it is not ranked, and says why.
+  for (const char* s : {"s2", "s4", "s5", "s6"}) request.add_free_servers(s);
+  reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->ranked_size(), 1);
+  EXPECT_EQ(reply->ranked(0).candidate(), "host");
+  ASSERT_EQ(reply->rejected_size(), 1);
+  EXPECT_EQ(reply->rejected(0).candidate(), "fresh");
+  EXPECT_EQ(reply->rejected(0).reason(),
+            "packing: leaves 2 whole free servers and 0 whole free racks; the host's first leaves 2 and 1");
+  // The host's first commits as usual.
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("host");
+  EXPECT_TRUE(service->Commit(commit).ok());
+  // Bad free servers are named.
+  v1::RankRequest bad = request;
+  bad.set_free_servers(1, "spine1");
+  EXPECT_EQ(service->Rank(bad).status(),
+            absl::InvalidArgumentError("free_servers[1]: 'spine1' is not a server of the fabric"));
+  bad.set_free_servers(1, "s2");
+  EXPECT_EQ(service->Rank(bad).status(), absl::InvalidArgumentError("free_servers[1]: 's2' is given twice"));
+
+  // ranking_policy.keep_packing off: free_servers change nothing.
+  service.reset();
+  options_.ranking_policy.keep_packing = false;
+  service = Open();
+  ASSERT_NE(service, nullptr);
+  reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->ranked_size(), 2);
+  EXPECT_EQ(reply->ranked(0).candidate(), "fresh");
+  EXPECT_EQ(reply->rejected_size(), 0);
+}
+
+TEST_F(ServiceTest, FreeServersNeedAFabric) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  v1::RankRequest request = PackingRequest();
+  request.add_free_servers("s5");
+  const absl::Status s = service->Rank(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("free_servers: phasord has no fabric"));
 }
 
 TEST_F(ServiceTest, LinkFormCommitsHaveNoServers) {

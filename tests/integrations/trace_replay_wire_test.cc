@@ -136,7 +136,7 @@ TEST(TraceReplayWireTest, ARankingNamingNoCandidateOfTheRoundIsAnError) {
   const std::string trace = dir + "/trace.csv";
   std::ofstream(trace) << kTrace;
   sim::TraceReplayOptions o = Options(trace);
-  o.keep_packing = false;  // both of the host's candidates go to the ranking
+  o.ranking_policy.keep_packing = false;  // both of the host's candidates go to the ranking
   o.rank = [](const placer::RankRequest& request) -> absl::StatusOr<placer::Ranking> {
     placer::Ranking ranking = placer::Rank(request);
     if (!ranking.ranked.empty()) ranking.ranked.front().candidate = "9";

@@ -241,6 +241,17 @@ TEST(ConvertTest, RunningPartRoundTripsAndIsAbsentWhenEmpty) {
   EXPECT_EQ(out->candidates[0].links, in.candidates[0].links);
 }
 
+TEST(ConvertTest, FreeServersRoundTripInOrder) {
+  placer::RankRequest in = SampleRequest();
+  EXPECT_EQ(ToProto(in).free_servers_size(), 0);
+  in.free_servers = {"s4", "s1", "s3"};
+  v1::RankRequest reparsed;
+  ASSERT_TRUE(reparsed.ParseFromString(ToProto(in).SerializeAsString()));
+  absl::StatusOr<placer::RankRequest> out = FromProto(reparsed);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->free_servers, in.free_servers);
+}
+
 TEST(ConvertTest, UnsetOptionsKeepPlacerDefaults) {
   v1::RankRequest wire;
   absl::StatusOr<placer::RankRequest> out = FromProto(wire);

@@ -603,13 +603,13 @@ TraceReplayOptions PackingScenario(ScriptedHost* host) {
 TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeServers) {
   ScriptedHost host({{"a", {{"s1", "s3"}}}, {"b", {{"s1", "s3"}, {"s5", "s7"}}}});
   TraceReplayOptions options = PackingScenario(&host);
-  EXPECT_TRUE(options.keep_packing);  // the default
+  EXPECT_TRUE(options.ranking_policy.keep_packing);  // the default
   absl::StatusOr<TraceReport> kept = ReplayTrace(options);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(kept->packing_dropped, 1u);
   EXPECT_EQ(kept->overtaken_rounds, 0u);
   EXPECT_EQ(TraceReportToJson(*kept)["packing_dropped"], 1);
-  options.keep_packing = false;
+  options.ranking_policy.keep_packing = false;
   absl::StatusOr<TraceReport> spread = ReplayTrace(options);
   ASSERT_TRUE(spread.ok()) << spread.status();
   EXPECT_EQ(spread->packing_dropped, 0u);
@@ -618,7 +618,7 @@ TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeServers) {
   EXPECT_EQ(spread->contested[0].chosen, "1");
   for (const TraceJobResult& j : spread->jobs) EXPECT_DOUBLE_EQ(j.slowdown, 1.0) << j.id;
   // Cassini mode ranks every candidate.
-  EXPECT_FALSE(CassiniMode(PackingScenario(&host)).keep_packing);
+  EXPECT_FALSE(CassiniMode(PackingScenario(&host)).ranking_policy.keep_packing);
 }
 
 // A running job's profile as its links see it: 10 ms of compute, then 5 ms
@@ -663,7 +663,7 @@ TEST(TraceReplayTest, KeepPackingDropsCandidatesThatLeaveFewerWholeLeaves) {
   EXPECT_EQ(kept->packing_dropped, 1u);
   EXPECT_EQ(kept->overtaken_rounds, 0u);
   ASSERT_EQ(kept->jobs.size(), 2u);
-  options.keep_packing = false;
+  options.ranking_policy.keep_packing = false;
   absl::StatusOr<TraceReport> spread = ReplayTrace(options);
   ASSERT_TRUE(spread.ok()) << spread.status();
   EXPECT_EQ(spread->packing_dropped, 0u);

@@ -263,6 +263,38 @@ TEST_F(ControllerTest, RunningJobsTakeTheProbesProfileAndTheirShiftIsPinned) {
   EXPECT_EQ(dumped["candidates"][0]["servers"]["41"], nlohmann::json::parse(R"(["n01", "n02"])"));
 }
 
+// Job 41 holds n01, n02: topology/tree's best fit for two nodes is n03, n04
+// (tor1's rest), which leaves tor2 whole. Every other candidate takes from
+// tor2 and leaves no leaf idle: keep_packing sends only the first to phasord.
+TEST_F(ControllerTest, KeepPackingSendsNoCandidateThatBreaksAnIdleLeaf) {
+  for (bool keep : {true, false}) {
+    SCOPED_TRACE(keep ? "keep_packing" : "no keep_packing");
+    SlurmControllerOptions o = Options();
+    o.keep_packing = keep;
+    o.dump_dir = dir_;
+    o.state_path = dir_ + (keep ? "/keep.json" : "/all.json");
+    auto c = *SlurmController::Create(o);
+    ASSERT_TRUE(c->Refresh(AllIdleBut({"n01", "n02"}), {}).ok());
+    absl::StatusOr<Proposal> p = c->Submit({2, "phasor profile=heavy.json"});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_THAT(p->nodes, ElementsAre("n03", "n04"));
+    std::ifstream in(dir_ + "/" + p->token + ".json");
+    const nlohmann::json dumped = nlohmann::json::parse(in);
+    const size_t all = EnumerateTreeCandidates(Fabric(), {"n03", "n04", "n05", "n06", "n07", "n08"}, 2, 8)->size();
+    ASSERT_GE(all, 2u);
+    if (keep) {
+      EXPECT_EQ(p->candidates, 1u);
+      ASSERT_EQ(dumped["candidates"].size(), 1u);
+      EXPECT_EQ(dumped["candidates"][0]["servers"]["submit-" + p->token], nlohmann::json::parse(R"(["n03", "n04"])"));
+      EXPECT_EQ(c->counters().packing_dropped, all - 1);
+    } else {
+      EXPECT_EQ(p->candidates, all);
+      EXPECT_EQ(dumped["candidates"].size(), all);
+      EXPECT_EQ(c->counters().packing_dropped, 0u);
+    }
+  }
+}
+
 TEST_F(ControllerTest, NodeFailureWithdrawsThePlacement) {
   auto c = Make();
   ASSERT_TRUE(c->Refresh(AllIdleBut({}), {}).ok());
