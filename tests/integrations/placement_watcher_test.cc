@@ -67,7 +67,8 @@ class PlacementWatcherTest : public ::testing::Test {
     });
     std::ofstream(daemon_->options().topology_path) << kFabric;
     ASSERT_TRUE(daemon_->Start());
-    auto c = Client::Connect({daemon_->options().request_endpoint, 5000, client_curve_});
+    endpoint_ = daemon_->daemon().endpoints().request;
+    auto c = Client::Connect({Endpoint(), 5000, client_curve_});
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = *std::move(c);
     auto addresses = probe::ServerAddresses::Parse(kAddresses, "servers.txt");
@@ -75,10 +76,14 @@ class PlacementWatcherTest : public ::testing::Test {
     addresses_ = *addresses;
   }
 
+  // The request endpoint as first bound (a tcp://127.0.0.1:* wildcard
+  // resolved; the ipc endpoints of the tests that restart phasord stay).
+  const std::string& Endpoint() const { return endpoint_; }
+
   std::unique_ptr<PlacementWatcher> Watch(
       int poll_ms = 2000, std::optional<protocol::CurveClientKeys> curve = std::nullopt) {
     PlacementWatcherOptions o;
-    o.endpoint = daemon_->options().request_endpoint;
+    o.endpoint = Endpoint();
     o.curve = std::move(curve);
     o.timeout_ms = 300;
     o.poll_ms = poll_ms;
@@ -108,6 +113,7 @@ class PlacementWatcherTest : public ::testing::Test {
   std::optional<protocol::CurveClientKeys>
       client_curve_;  // the test's own client  // set before SetUp by a derived fixture
   std::unique_ptr<DaemonHarness> daemon_;
+  std::string endpoint_;
   std::unique_ptr<Client> client_;
   probe::ServerAddresses addresses_;
   std::ostringstream diagnostics_;
@@ -150,7 +156,7 @@ TEST_F(PlacementWatcherTest, TableFollowsCommitsAndReleases) {
   EXPECT_EQ(diagnostics_.str(), "");
   EXPECT_EQ(
       w->SummaryJson().dump(),
-      "{\"placements\":{\"endpoint\":\"" + daemon_->options().request_endpoint +
+      "{\"placements\":{\"endpoint\":\"" + Endpoint() +
           "\",\"failures\":0,\"jobs\":1,\"polls\":5,\"refreshes\":4,\"rules\":4,\"version\":3}}");
 }
 
@@ -167,8 +173,8 @@ TEST_F(PlacementWatcherTest, OutageKeepsTheLastTableAndIsSaidOnce) {
   EXPECT_EQ(w->table()->JobOf(Flow("10.0.0.1", "10.0.0.2")), "job-a");
   EXPECT_EQ(w->version(), 1u);
   EXPECT_EQ(diagnostics_.str(),
-            "phasor-probe: --placements-from: phasord at " + daemon_->options().request_endpoint +
-                " not reachable: phasord at " + daemon_->options().request_endpoint +
+            "phasor-probe: --placements-from: phasord at " + Endpoint() +
+                " not reachable: phasord at " + Endpoint() +
                 ": no reply to GetSnapshot within 300 ms; keeping the last flow table (2 rules)\n");
   diagnostics_.str("");
 
@@ -177,7 +183,7 @@ TEST_F(PlacementWatcherTest, OutageKeepsTheLastTableAndIsSaidOnce) {
   ASSERT_TRUE(daemon_->Start());
   ASSERT_EQ(Polled(*w), "unchanged");
   EXPECT_EQ(diagnostics_.str(), "phasor-probe: --placements-from: phasord at " +
-                                    daemon_->options().request_endpoint + " answers again\n");
+                                    Endpoint() + " answers again\n");
   ASSERT_TRUE(client_->Release({"job-a"}).ok());
   ASSERT_EQ(Polled(*w), "refreshed");
   EXPECT_EQ(w->table()->size(), 0u);
@@ -211,8 +217,7 @@ TEST_F(PlacementWatcherTest, TheThreadRefreshesOnItsOwn) {
   w.reset();  // joins the thread
 }
 
-// phasord on loopback TCP with CURVE only (ports of this test's range,
-// 27110-27112): a probe whose key phasord allows gets the placement through
+// phasord on loopback TCP with CURVE only (ephemeral ports): a probe whose key phasord allows gets the placement through
 // --placements-keys; a stranger's handshake fails and its table stays empty.
 class PlacementWatcherCurveTest : public PlacementWatcherTest {
  protected:
@@ -226,10 +231,7 @@ class PlacementWatcherCurveTest : public PlacementWatcherTest {
     ASSERT_TRUE(protocol::WriteKeyPair(stranger, keys_ + "/stranger", false).ok());
     std::ofstream(keys_ + "/allowed") << probe.public_key << "\n";
     tweak_ = [this](daemon::DaemonOptions& o) {
-      ::phasor::testing::UseCurveOnLoopback(o, keys_);
-      o.request_endpoint = "tcp://127.0.0.1:27110";
-      o.profile_endpoint = "tcp://127.0.0.1:27111";
-      o.offset_endpoint = "tcp://127.0.0.1:27112";
+      ::phasor::testing::UseCurveOnLoopback(o, keys_);  // ephemeral ports
     };
     client_curve_ =
         protocol::CurveClientKeys{server_.public_key, probe.public_key, probe.secret_key};
