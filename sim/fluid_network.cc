@@ -138,6 +138,24 @@ absl::Status FluidNetwork::RemoveJob(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("job '", id, "' is not running"));
 }
 
+absl::Status FluidNetwork::SetRealignGrid(const std::string& id, double anchor_us, double period_us) {
+  if (!(period_us > 0) || !std::isfinite(period_us)) {
+    return absl::InvalidArgumentError(absl::StrCat("realign grid of '", id, "': period_us must be > 0"));
+  }
+  if (!std::isfinite(anchor_us)) {
+    return absl::InvalidArgumentError(absl::StrCat("realign grid of '", id, "': anchor_us must be finite"));
+  }
+  for (JobState& job : jobs_) {
+    if (job.spec.id != id) continue;
+    if (job.spec.realign_period_us > 0) {
+      job.spec.realign_period_us = period_us;
+      job.spec.realign_anchor_us = anchor_us;
+    }
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("job '", id, "' is not running"));
+}
+
 absl::Status FluidNetwork::ShiftNextIteration(const std::string& id, double anchor_us,
                                               double period_us) {
   if (!(period_us > 0) || !std::isfinite(period_us)) {

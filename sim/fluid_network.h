@@ -143,6 +143,13 @@ class FluidNetwork {
   // for period_us <= 0 or a non-finite anchor.
   absl::Status ShiftNextIteration(const std::string& id, double anchor_us, double period_us);
 
+  // The closed loop's grid of a job that has one (realign_period_us > 0)
+  // becomes anchor_us + n x period_us, as phasord's commit re-records a
+  // running job's offset at the phase it holds with its measured period. A
+  // job without a closed loop is left as it is. NotFound for a job not
+  // running; InvalidArgument for period_us <= 0 or a non-finite anchor.
+  absl::Status SetRealignGrid(const std::string& id, double anchor_us, double period_us);
+
   // Runs until every job has completed.
   void RunToCompletion();
 

@@ -614,6 +614,20 @@ class Replayer {
               if (!shifted.ok()) return shifted;
             }
           }
+          if (options_.realign && options_.realign_regrid && !options_.pace && options_.pin_running) {
+            // The commit re-records every running job at the phase it holds,
+            // with the period ranked (its measured one): the closed loop
+            // corrects drift from there, not from its first slot grid.
+            for (const auto& [id, r] : running_) {
+              if (!r.networked) continue;
+              const JobStats& stats = net_->job_stats()[r.stats_index];
+              const double period = options_.measured_running_profiles
+                                        ? MeasuredProfile(r.profile, stats.iteration_us).period_us
+                                        : r.profile.period_us;
+              absl::Status regrid = net_->SetRealignGrid(id, stats.last_end_us, period);
+              if (!regrid.ok()) return regrid;
+            }
+          }
         }
       }
     }

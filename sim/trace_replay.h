@@ -188,6 +188,14 @@ struct TraceReplayOptions {
   // corrected at most once per realign_min_interval_s. Default off: on the
   // bundled workload it costs more than it restores (docs/simulator.md).
   bool realign = false;
+  // With realign, pinned running jobs and once mode: every ranked round
+  // re-anchors each running job's grid at the phase it holds, with the
+  // period it was ranked with (FluidNetwork::SetRealignGrid), as phasord's
+  // commit re-records a running job's offset; false: the grid stays its
+  // first slots at its catalogue period. Default false: measured in
+  // docs/simulator.md (it gives up the planned phases of jobs that drifted
+  // into each other).
+  bool realign_regrid = false;
   double realign_threshold_us = 2000;
   double realign_min_interval_s = 1;
   uint32_t quantum_us = 1000;

@@ -51,6 +51,8 @@ struct SimulateFlags {
   std::string trust_choice_gains = "off";
   double shift_confidence = placer::RankingPolicyOptions{}.shift_confidence;
   std::string realign = "off";
+  std::string realign_regrid = sim::TraceReplayOptions{}.realign_regrid ? "on" : "off";
+  double realign_min_interval_s = sim::TraceReplayOptions{}.realign_min_interval_s;
   std::string reslot = "on";
   std::string workload;
   uint32_t jobs = 40;
@@ -146,6 +148,11 @@ void RunTrace(const SimulateFlags& flags) {
   if (flags.realign != "on" && flags.realign != "off") FailSimulate(kExitBadInput, "--realign: must be on or off");
   if (flags.reslot != "on" && flags.reslot != "off") FailSimulate(kExitBadInput, "--reslot: must be on or off");
   options.realign = flags.realign == "on";
+  if (flags.realign_regrid != "on" && flags.realign_regrid != "off") {
+    FailSimulate(kExitBadInput, "--realign-regrid: must be on or off");
+  }
+  options.realign_regrid = flags.realign_regrid == "on";
+  options.realign_min_interval_s = flags.realign_min_interval_s;
   options.pace_reslot = flags.reslot == "on";
   options.arrival_scale = flags.arrival_scale;
   options.duration_scale = flags.duration_scale;
@@ -303,6 +310,14 @@ void AddSimulateCommand(CLI::App& app) {
                   "their links (their recent iterations), isolated|measured")
       ->capture_default_str();
   cmd->add_option("--realign", flags->realign, "Trace replay, once mode: closed-loop re-alignment on|off")
+      ->capture_default_str();
+  cmd->add_option("--realign-regrid", flags->realign_regrid,
+                  "Trace replay, with --realign on: each ranked round re-anchors running jobs' grids at their "
+                  "phase and measured period, as phasord's commit does, on|off")
+      ->capture_default_str();
+  cmd->add_option("--realign-min-interval-s", flags->realign_min_interval_s,
+                  "Trace replay, with --realign on: at most one correction per job in this many seconds")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--reslot", flags->reslot, "Trace replay, pace mode: re-slot after an overrun on|off")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 #include "sim/fluid_network.h"
 
+#include <memory>
 #include <numeric>
 
 #include "gmock/gmock.h"
@@ -238,6 +239,45 @@ TEST(FluidNetworkTest, TheClosedLoopHoldsBackAJobThatDriftedEarly) {
   a = Realigned(199000, 0);
   EXPECT_EQ(a.realignments, 0u);
   EXPECT_NEAR(a.finish_us, 7 * 200000, 1e-3);
+}
+
+// The grid moved mid-run (as a commit re-records a running job): the job
+// then runs on it.
+TEST(FluidNetworkTest, SetRealignGridMovesTheClosedLoopsGrid) {
+  auto lone = [] {
+    auto net = std::make_unique<FluidNetwork>(std::vector<SimLink>{{"l1", 50}});
+    SimJob a = Job("a", {{"l1", 1.0}}, 0, 7);
+    a.realign_period_us = 201000;
+    a.realign_threshold_us = 2000;
+    a.realign_min_interval_us = 0;
+    EXPECT_TRUE(net->AddJob(a).ok());
+    return net;
+  };
+  // Re-anchored at 400 ms on its own 200 ms: never early again (the old
+  // grid held it back at 600 and 1203 ms).
+  std::unique_ptr<FluidNetwork> net = lone();
+  net->AdvanceUntil(500000);
+  ASSERT_TRUE(net->SetRealignGrid("a", 400000, 200000).ok());
+  net->RunToCompletion();
+  EXPECT_EQ(net->job_stats()[0].realignments, 0u);
+  EXPECT_NEAR(net->job_stats()[0].finish_us, 7 * 200000, 1e-3);
+  // Moved at 500 ms onto 200 ms slots 4 ms after its own phase: at 600 ms
+  // it is 4 ms early and waits 4 ms, once; then it runs on the grid.
+  net = lone();
+  net->AdvanceUntil(500000);
+  ASSERT_TRUE(net->SetRealignGrid("a", 4000, 200000).ok());
+  net->RunToCompletion();
+  EXPECT_EQ(net->job_stats()[0].realignments, 1u);
+  EXPECT_NEAR(net->job_stats()[0].finish_us, 7 * 200000 + 4000, 1e-3);
+  // A job without a closed loop keeps none; bad calls are named.
+  FluidNetwork plain({{"l1", 50}});
+  ASSERT_TRUE(plain.AddJob(Job("b", {{"l1", 1.0}}, 0, 7)).ok());
+  plain.AdvanceUntil(100000);
+  ASSERT_TRUE(plain.SetRealignGrid("b", 0, 201000).ok());
+  plain.RunToCompletion();
+  EXPECT_EQ(plain.job_stats()[0].realignments, 0u);
+  EXPECT_EQ(plain.SetRealignGrid("zz", 0, 1000).code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(plain.SetRealignGrid("b", 0, 0).message()), HasSubstr("period_us must be > 0"));
 }
 
 TEST(FluidNetworkTest, AdvanceStopsWhenAJobCompletes) {
