@@ -15,6 +15,15 @@ constexpr double kBitsPerUsPerGbps = 1e3;
 // rounding of sums of event times).
 constexpr double kTimeSlackUs = 1e-6;
 
+// A grid anchor_us + n x period_us given for `what` (e.g. "shift of 'a'").
+absl::Status CheckGrid(const std::string& what, double anchor_us, double period_us) {
+  if (!(period_us > 0) || !std::isfinite(period_us)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": period_us must be > 0"));
+  }
+  if (!std::isfinite(anchor_us)) return absl::InvalidArgumentError(absl::StrCat(what, ": anchor_us must be finite"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 FluidNetwork::FluidNetwork(std::vector<SimLink> links, FluidNetworkOptions options)
@@ -139,12 +148,7 @@ absl::Status FluidNetwork::RemoveJob(const std::string& id) {
 }
 
 absl::Status FluidNetwork::SetRealignGrid(const std::string& id, double anchor_us, double period_us) {
-  if (!(period_us > 0) || !std::isfinite(period_us)) {
-    return absl::InvalidArgumentError(absl::StrCat("realign grid of '", id, "': period_us must be > 0"));
-  }
-  if (!std::isfinite(anchor_us)) {
-    return absl::InvalidArgumentError(absl::StrCat("realign grid of '", id, "': anchor_us must be finite"));
-  }
+  if (absl::Status s = CheckGrid(absl::StrCat("realign grid of '", id, "'"), anchor_us, period_us); !s.ok()) return s;
   for (JobState& job : jobs_) {
     if (job.spec.id != id) continue;
     if (job.spec.realign_period_us > 0) {
@@ -158,12 +162,7 @@ absl::Status FluidNetwork::SetRealignGrid(const std::string& id, double anchor_u
 
 absl::Status FluidNetwork::ShiftNextIteration(const std::string& id, double anchor_us,
                                               double period_us) {
-  if (!(period_us > 0) || !std::isfinite(period_us)) {
-    return absl::InvalidArgumentError(absl::StrCat("shift of '", id, "': period_us must be > 0"));
-  }
-  if (!std::isfinite(anchor_us)) {
-    return absl::InvalidArgumentError(absl::StrCat("shift of '", id, "': anchor_us must be finite"));
-  }
+  if (absl::Status s = CheckGrid(absl::StrCat("shift of '", id, "'"), anchor_us, period_us); !s.ok()) return s;
   for (JobState& job : jobs_) {
     if (job.spec.id != id) continue;
     if (job.phase == Phase::kWaiting && job.done == 0) {
