@@ -163,7 +163,7 @@ int StateStore::OnWalCommit(void* self, sqlite3* db, const char* schema, int pag
   if (n >= uint64_t{16} * store->checkpoint_pages_) {
     // The thread fell behind (or its checkpoints keep failing): bound the WAL here.
     const int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    ++(rc == SQLITE_OK ? store->inline_checkpoints_ : store->failed_checkpoints_);
+    store->CountCheckpoint(rc, store->inline_checkpoints_);
     return SQLITE_OK;
   }
   {
@@ -183,13 +183,18 @@ void StateStore::CheckpointLoop() {
     lock.unlock();
     // PASSIVE: copies what no reader still needs, never waits for the writer.
     const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    ++(rc == SQLITE_OK ? background_checkpoints_ : failed_checkpoints_);
+    CountCheckpoint(rc, background_checkpoints_);
     lock.lock();
   }
 }
 
+void StateStore::CountCheckpoint(int rc, std::atomic<uint64_t>& done) {
+  ++(rc == SQLITE_OK ? done : rc == SQLITE_BUSY ? busy_checkpoints_ : failed_checkpoints_);
+}
+
 CheckpointStats StateStore::checkpoint_stats() const {
-  return {background_checkpoints_.load(), inline_checkpoints_.load(), failed_checkpoints_.load()};
+  return {background_checkpoints_.load(), inline_checkpoints_.load(), busy_checkpoints_.load(),
+          failed_checkpoints_.load()};
 }
 
 StateStore::~StateStore() {

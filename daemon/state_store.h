@@ -95,7 +95,9 @@ struct BadRow {
 struct CheckpointStats {
   uint64_t background = 0;  // checkpoints run on the store's thread
   uint64_t inline_ = 0;     // checkpoints the owning thread ran (the thread fell behind)
-  uint64_t failed = 0;      // checkpoints that returned an error (retried at the next commit)
+  uint64_t busy = 0;        // checkpoints that found another under way (SQLITE_BUSY: the other
+                            // connection's, which copies the same frames; retried at the next commit)
+  uint64_t failed = 0;      // checkpoints that returned another error (retried at the next commit)
 };
 
 class StateStore {
@@ -171,6 +173,8 @@ class StateStore {
   // sqlite3_wal_hook: after every commit, with the WAL's size in pages.
   static int OnWalCommit(void* self, sqlite3* db, const char* schema, int pages);
   void CheckpointLoop();
+  // Counts a checkpoint's result: `done` on SQLITE_OK, else busy or failed.
+  void CountCheckpoint(int rc, std::atomic<uint64_t>& done);
 
   sqlite3* db_;
   // The checkpoint thread (absent for a database without a WAL).
@@ -183,6 +187,7 @@ class StateStore {
   bool stopping_ = false;        // guarded by mu_
   std::atomic<uint64_t> background_checkpoints_{0};
   std::atomic<uint64_t> inline_checkpoints_{0};
+  std::atomic<uint64_t> busy_checkpoints_{0};
   std::atomic<uint64_t> failed_checkpoints_{0};
 };
 

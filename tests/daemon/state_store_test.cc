@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "gtest/gtest.h"
 #include "tests/daemon/daemon_harness.h"
 
@@ -47,6 +49,49 @@ TEST_F(StateStoreTest, TheWalIsCheckpointedOnTheStoresOwnThread) {
   auto s = Open();
   EXPECT_EQ(*s->MaxRankingId(), 20u);
   for (uint64_t id : {1u, 20u}) {
+    absl::StatusOr<StoredRanking> r = s->GetRanking(id);
+    ASSERT_TRUE(r.ok()) << id;
+    EXPECT_EQ(r->reply, blob);
+  }
+}
+
+// A reader that keeps its snapshot stops every checkpoint short of the WAL's
+// end, so the WAL grows past 16 x checkpoint_pages however often the store's
+// thread checkpoints: the owning thread then checkpoints inline at each
+// commit (SQLITE_BUSY, counted as busy, not failed, while the thread's own
+// checkpoint is under way). Once the reader lets go, the thread's
+// checkpoints go on, and nothing written meanwhile is lost.
+TEST_F(StateStoreTest, AWalPastSixteenTimesTheThresholdIsCheckpointedInline) {
+  const std::string path = dir_ + "/state.db";
+  const std::string blob(16 * 1024, 'y');  // 4 pages and more per ranking
+  {
+    absl::StatusOr<std::unique_ptr<StateStore>> s = StateStore::Open(path, "normal", /*checkpoint_pages=*/4);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE((*s)->PutRanking({1, 1, blob, "cands"}, 1000).ok());
+    sqlite3* reader = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM rankings;", nullptr, nullptr, nullptr), SQLITE_OK);
+    for (uint64_t id = 2; id <= 40; ++id) {
+      ASSERT_TRUE((*s)->PutRanking({id, static_cast<int64_t>(id), blob, "cands"}, 1000).ok());
+    }
+    const CheckpointStats pinned = (*s)->checkpoint_stats();
+    EXPECT_GT(pinned.inline_ + pinned.busy, 0u);  // the owning thread tried
+    EXPECT_EQ(pinned.failed, 0u);
+    EXPECT_GT(std::filesystem::file_size(path + "-wal"), 16u * 4 * 4096);  // past the inline threshold
+    ASSERT_EQ(sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(reader);
+    for (uint64_t id = 41; id <= 60; ++id) {
+      ASSERT_TRUE((*s)->PutRanking({id, static_cast<int64_t>(id), blob, "cands"}, 1000).ok());
+    }
+    for (int i = 0; i < 1000 && (*s)->checkpoint_stats().background <= pinned.background; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GT((*s)->checkpoint_stats().background, pinned.background);
+    EXPECT_EQ((*s)->checkpoint_stats().failed, 0u);
+  }
+  auto s = Open();
+  EXPECT_EQ(*s->MaxRankingId(), 60u);
+  for (uint64_t id : {1u, 2u, 40u, 60u}) {
     absl::StatusOr<StoredRanking> r = s->GetRanking(id);
     ASSERT_TRUE(r.ok()) << id;
     EXPECT_EQ(r->reply, blob);
