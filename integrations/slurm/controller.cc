@@ -223,8 +223,13 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
   // Slurm's own first choice (topology/tree's best fit) keeps its packing:
   // no candidate that leaves fewer idle nodes or idle leaves goes to phasord.
   if (options_.keep_packing) {
-    absl::StatusOr<placer::PackingView> view =
-        placer::PackingViewOf(*fabric_, std::vector<std::string>(free.begin(), free.end()));
+    // Idle nodes the fabric does not know hold no candidate: left out, as
+    // EnumerateTreeCandidates leaves them.
+    std::vector<std::string> known;
+    for (const std::string& n : free) {
+      if (std::optional<topology::NodeIndex> i = fabric_->FindNode(n); i && fabric_->IsServer(*i)) known.push_back(n);
+    }
+    absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, known);
     if (!view.ok()) return decline(absl::InternalError(view.status().message()));
     std::vector<placer::RejectedCandidate> unpacked;
     placer::KeepPacking(*view, request, unpacked);

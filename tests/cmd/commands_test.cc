@@ -1,6 +1,8 @@
 // `phasor keygen`, `phasor status` and `phasor simulate`'s replay flags, run
 // as the real executable.
 #include <filesystem>
+#include <string>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "nlohmann/json.hpp"
@@ -130,6 +132,28 @@ TEST(SimulateCommandTest, RunningProfilesTakesIsolatedOrMeasured) {
   EXPECT_EQ(run.code, kExitBadInput);
   EXPECT_THAT(run.err, HasSubstr("--running-profiles: must be isolated or measured"));
   EXPECT_EQ(run.out, "");
+}
+
+// The closed-loop flags: bad values are named by the flag, nothing on stdout.
+TEST(SimulateCommandTest, ClosedLoopFlagsNameTheirBadValues) {
+  const std::vector<std::string> base = {"simulate", "--workload", "cassini", "--fabric", "leaf-spine:24:4:4:1",
+                                         "--jobs", "4", "--seed", "1", "--no-progress"};
+  for (const auto& [flag, value, message] :
+       {std::tuple{"--realign-regrid", "sometimes", "--realign-regrid: must be on or off"},
+        {"--realign-min-interval-s", "-1", "--realign-min-interval-s"},
+        {"--keep-packing", "both", "--keep-packing: must be on or off"}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {flag, value});
+    CommandRun run = RunPhasor(args);
+    EXPECT_EQ(run.code, kExitBadInput) << flag;
+    EXPECT_THAT(run.err, HasSubstr(message)) << flag;
+    EXPECT_EQ(run.out, "") << flag;
+  }
+  std::vector<std::string> ok = base;
+  ok.insert(ok.end(), {"--realign", "on", "--realign-regrid", "on", "--realign-min-interval-s", "10"});
+  CommandRun run = RunPhasor(ok);
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out, nullptr, false).value("jobs_completed", -1), 4);
 }
 
 }  // namespace

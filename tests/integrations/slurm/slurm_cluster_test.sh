@@ -95,6 +95,9 @@ check "phasor offset with a shell character: message" "phasor offset: --job: 'x;
 out=$("$PHASOR" slurm serve --topology "$T/none.conf" --phasord "ipc://$T/requests" --socket "$T/x.sock" --state "$T/x.json" 2>&1); rc=$?
 check "phasor slurm serve without its topology: status" 2 "$rc"
 check "phasor slurm serve without its topology: message" "phasor slurm serve: topology_path: $T/none.conf: cannot read the file" "$out"
+out=$("$PHASOR" slurm serve --topology "$T/topology.conf" --phasord "ipc://$T/requests" --socket "$T/x.sock" --state "$T/x.json" --keep-packing maybe 2>&1); rc=$?
+check "phasor slurm serve --keep-packing maybe: status" 2 "$rc"
+check "phasor slurm serve --keep-packing maybe: message" "--keep-packing: maybe not in {on,off}" "$(printf '%s\n' "$out" | head -1)"
 
 # --- the controller
 "$PHASOR" slurm serve --topology "$T/topology.conf" --phasord "ipc://$T/requests" --socket "$T/slurm.sock" \

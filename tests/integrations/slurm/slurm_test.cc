@@ -263,7 +263,7 @@ TEST_F(ControllerTest, RunningJobsTakeTheProbesProfileAndTheirShiftIsPinned) {
   EXPECT_EQ(dumped["candidates"][0]["servers"]["41"], nlohmann::json::parse(R"(["n01", "n02"])"));
 }
 
-// Job 41 holds n01, n02: topology/tree's best fit for two nodes is n03, n04
+// n01, n02 are busy: topology/tree's best fit for two nodes is n03, n04
 // (tor1's rest), which leaves tor2 whole. Every other candidate takes from
 // tor2 and leaves no leaf idle: keep_packing sends only the first to phasord.
 TEST_F(ControllerTest, KeepPackingSendsNoCandidateThatBreaksAnIdleLeaf) {
@@ -274,7 +274,10 @@ TEST_F(ControllerTest, KeepPackingSendsNoCandidateThatBreaksAnIdleLeaf) {
     o.dump_dir = dir_;
     o.state_path = dir_ + (keep ? "/keep.json" : "/all.json");
     auto c = *SlurmController::Create(o);
-    ASSERT_TRUE(c->Refresh(AllIdleBut({"n01", "n02"}), {}).ok());
+    // n99 is idle but not in topology.conf: ignored, as by topology/tree.
+    std::vector<SlurmNode> nodes = AllIdleBut({"n01", "n02"});
+    nodes.push_back({"n99", "idle", {}});
+    ASSERT_TRUE(c->Refresh(nodes, {}).ok());
     absl::StatusOr<Proposal> p = c->Submit({2, "phasor profile=heavy.json"});
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_THAT(p->nodes, ElementsAre("n03", "n04"));
