@@ -510,9 +510,7 @@ class Replayer {
       for (const auto& [id, r] : running_) {
         if (!r.networked) continue;
         const JobStats& stats = net_->job_stats()[r.stats_index];
-        const placer::TrafficProfile profile =
-            options_.measured_running_profiles && !options_.pace ? MeasuredProfile(r.profile, stats.iteration_us)
-                                                                  : r.profile;
+        const placer::TrafficProfile profile = RankedProfile(r);
         placer::Job j = RankJob(id, profile);
         if (options_.pin_running) {
           const double reference = options_.pace ? stats.start_us : stats.last_end_us;
@@ -621,10 +619,7 @@ class Replayer {
             for (const auto& [id, r] : running_) {
               if (!r.networked) continue;
               const JobStats& stats = net_->job_stats()[r.stats_index];
-              const double period = options_.measured_running_profiles
-                                        ? MeasuredProfile(r.profile, stats.iteration_us).period_us
-                                        : r.profile.period_us;
-              absl::Status regrid = net_->SetRealignGrid(id, stats.last_end_us, period);
+              absl::Status regrid = net_->SetRealignGrid(id, stats.last_end_us, RankedProfile(r).period_us);
               if (!regrid.ok()) return regrid;
             }
           }
@@ -670,6 +665,13 @@ class Replayer {
 
   // No pins (Cassini): a running job the solver gave a new shift moves to it
   // once, unless its current phase is within a quantum of it.
+  // The profile a running job is ranked with: measured on its links (once
+  // mode) or its catalogue one.
+  placer::TrafficProfile RankedProfile(const Running& r) const {
+    if (!options_.measured_running_profiles || options_.pace) return r.profile;
+    return MeasuredProfile(r.profile, net_->job_stats()[r.stats_index].iteration_us);
+  }
+
   absl::Status ShiftRunning(const std::string& id, uint32_t shift_us) {
     auto it = running_.find(id);
     if (it == running_.end() || !it->second.networked) return absl::OkStatus();
