@@ -68,6 +68,54 @@ PHASOR_AVX2_CLONES double FusedExcess(
   return total;
 }
 
+// Shifts summed at once by SumShiftedRows (four lanes, four accumulators).
+constexpr uint64_t kShiftBlock = 16;
+
+// out[s] = sum over bin < b, in bin order, of row[bin][(bin + s) mod b], for
+// every s < count (<= b); each row readable up to b + kShiftBlock entries
+// (row[r + b] == row[r]). kShiftBlock shifts at a time, one lane each: every
+// lane adds its own shift's terms in bin order, so each sum is the one a loop
+// over bins would make, bit for bit, and the blocks' lanes run side by side.
+PHASOR_AVX2_CLONES void SumShiftedRows(const double* const* row, uint64_t b, uint64_t count, double* out) {
+  const Lanes zero = {0, 0, 0, 0};
+  for (uint64_t s = 0; s < count; s += kShiftBlock) {
+    Lanes acc0 = zero, acc1 = zero, acc2 = zero, acc3 = zero;
+    uint64_t r = s % b;
+    for (uint64_t bin = 0; bin < b; ++bin) {
+      const double* at = row[bin] + r;
+      Lanes v;
+      std::memcpy(&v, at, sizeof(v));
+      acc0 += v;
+      std::memcpy(&v, at + 4, sizeof(v));
+      acc1 += v;
+      std::memcpy(&v, at + 8, sizeof(v));
+      acc2 += v;
+      std::memcpy(&v, at + 12, sizeof(v));
+      acc3 += v;
+      if (++r == b) r = 0;
+    }
+    alignas(32) double sums[kShiftBlock];
+    std::memcpy(sums, &acc0, sizeof(acc0));
+    std::memcpy(sums + 4, &acc1, sizeof(acc1));
+    std::memcpy(sums + 8, &acc2, sizeof(acc2));
+    std::memcpy(sums + 12, &acc3, sizeof(acc3));
+    for (uint64_t k = 0; k < kShiftBlock && s + k < count; ++k) out[s + k] = sums[k];
+  }
+}
+
+// std::upper_bound(cls, cls + m, threshold) - cls for a sorted class of m >= 1
+// values, without a branch per step (a conditional move instead: the fold's
+// searches go in no predictable direction).
+inline uint64_t FirstAbove(const double* cls, uint64_t m, double threshold) {
+  uint64_t lo = 0, n = m;  // the answer is in [lo, lo + n]
+  while (n > 1) {
+    const uint64_t half = n / 2;
+    lo = cls[lo + half - 1] <= threshold ? lo + half : lo;
+    n -= half;
+  }
+  return lo + (cls[lo] <= threshold ? 1 : 0);
+}
+
 }  // namespace
 
 absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& demands,
@@ -182,13 +230,18 @@ CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gb
   // The job whose classes are longest, folded when a class is long enough
   // for a binary search to beat summing it.
   const size_t jobs = circle.jobs.size();
-  if (jobs < 2) return;
-  FoldedJob best;
+  others_bins_.resize(jobs);
   for (size_t f = 0; f < jobs; ++f) {
     uint64_t others = 1;
     for (size_t i = 0; i < jobs; ++i) {
       if (i != f) others = std::lcm(others, uint64_t{JobBins(i)});
     }
+    others_bins_[f] = others;
+  }
+  if (jobs < 2) return;
+  FoldedJob best;
+  for (size_t f = 0; f < jobs; ++f) {
+    const uint64_t others = others_bins_[f];
     const uint64_t g = std::gcd(uint64_t{JobBins(f)}, others);
     if (JobBins(f) / g > best.m) {
       best.job = f;
@@ -201,6 +254,8 @@ CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gb
   const std::vector<double>& d = circle.jobs[best.job].gbps;
   best.sorted.resize(d.size());
   best.suffix.resize(best.g * (best.m + 1));
+  best.min.resize(best.g);
+  best.max.resize(best.g);
   for (uint64_t r = 0; r < best.g; ++r) {
     double* cls = best.sorted.data() + r * best.m;
     for (uint64_t i = 0; i < best.m; ++i) cls[i] = d[r + i * best.g];
@@ -208,6 +263,8 @@ CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gb
     double* suf = best.suffix.data() + r * (best.m + 1);
     suf[best.m] = 0;
     for (uint64_t i = best.m; i-- > 0;) suf[i] = suf[i + 1] + cls[i];
+    best.min[r] = cls[0];
+    best.max[r] = cls[best.m - 1];
   }
   folded_ = std::move(best);
 }
@@ -227,6 +284,36 @@ double CircleEvaluator::ExcessWith(const std::vector<double>& load, size_t j, ui
   return excess;
 }
 
+double CircleEvaluator::ExcessInOrder(const std::vector<size_t>& order, const std::vector<uint32_t>& shifts) {
+  // Chunks of FusedExcess's own length (so its lane sums and their order are
+  // the same as over a whole load), each chunk's load summed job by job from
+  // the patterns, as AddJob sums them.
+  constexpr uint64_t kChunk = 1024;
+  alignas(32) std::array<double, kChunk> load;
+  const uint64_t n = bins();
+  double total = 0;
+  for (uint64_t begin = 0; begin < n; begin += kChunk) {
+    const uint64_t len = std::min(kChunk, n - begin);
+    std::fill_n(load.data(), len, 0.0);
+    for (size_t j : order) {
+      const std::vector<double>& d = circle_->jobs[j].gbps;
+      const uint64_t b = d.size();
+      uint64_t src = (begin % b + b - shifts[j] % b) % b;
+      for (uint64_t i = 0; i < len;) {
+        const uint64_t run = std::min(b - src, len - i);
+        for (uint64_t r = 0; r < run; ++r) load[i + r] += d[src + r];
+        i += run;
+        src = 0;
+      }
+    }
+    const double* rows[] = {load.data()};
+    uint64_t summed = 0;
+    total += FusedExcess<1>(rows, 1, len, cap_, std::numeric_limits<double>::infinity(), &summed);
+  }
+  evaluations_ += n;
+  return total;
+}
+
 double CircleEvaluator::Excess(const std::vector<double>& load) {
   const double* rows[] = {load.data()};
   uint64_t summed = 0;
@@ -237,57 +324,76 @@ double CircleEvaluator::Excess(const std::vector<double>& load) {
 }
 
 
-void CircleEvaluator::Tile() const {
-  const uint64_t n = bins();
+void CircleEvaluator::Tile(uint64_t length) const {
+  // A fold reads one period of the other jobs (folded_->others_bins), every
+  // other evaluation the whole circle: the tiles grow to what is read.
+  tiled_.clear();
   tiled_.reserve(circle_->jobs.size());
   for (const QuantizedProfile& job : circle_->jobs) {
     const std::vector<double>& d = job.gbps;
     const uint64_t b = d.size();
-    tiled_.emplace_back(n + b, ScratchBuffer::Uninitialized{});
+    tiled_.emplace_back(length + b, ScratchBuffer::Uninitialized{});
     double* out = tiled_.back().get().data();
-    for (uint64_t at = 0; at < n + b; at += b) {  // whole copies of the pattern, then the rest
-      std::copy_n(d.begin(), std::min(b, n + b - at), out + at);
+    for (uint64_t at = 0; at < length + b; at += b) {  // whole copies of the pattern, then the rest
+      std::copy_n(d.begin(), std::min(b, length + b - at), out + at);
     }
   }
+  tiled_length_ = length;
 }
 
 CircleEvaluator::RowPointers CircleEvaluator::RotatedRows(const std::vector<uint32_t>& shifts,
-                                                          size_t skip) const {
+                                                          size_t skip, uint64_t length) const {
   RowPointers rows;
   for (size_t j = 0; j < circle_->jobs.size(); ++j) {
-    if (j != skip) rows.push_back(Rotated(j, shifts[j] % JobBins(j)));
+    if (j != skip) rows.push_back(Rotated(j, shifts[j] % JobBins(j), length));
   }
   return rows;
 }
 
 double CircleEvaluator::FoldedExcessAt(const std::vector<uint32_t>& shifts, double bound) {
   const FoldedJob& fold = *folded_;
-  const RowPointers rows = RotatedRows(shifts, fold.job);
+  const RowPointers rows = RotatedRows(shifts, fold.job, fold.others_bins);
   const size_t others = rows.size();
   const uint64_t m = fold.m, g = fold.g, l = fold.others_bins;
   // Bin b of the others meets class (b - s_f) mod g of job f.
   uint64_t r = (g - shifts[fold.job] % g) % g;
   constexpr uint64_t kChunk = 512;
-  std::array<double, kChunk> load;
+  alignas(32) std::array<double, kChunk> load;
   double total = 0;
   uint64_t b = 0;
+  // Class r's term at `threshold` (class values above it exceed C): the
+  // suffix sum above it less their count times it; exactly 0 when no value is
+  // above it (suffix m is 0), so adding it then changes no sum.
+  auto term = [&](uint64_t cls_index, uint64_t first, double threshold) {
+    return fold.suffix[cls_index * (m + 1) + first] - static_cast<double>(m - first) * threshold;
+  };
   while (b < l) {
     const uint64_t len = std::min(kChunk, l - b);
-    std::copy_n(rows[0] + b, len, load.data());
-    for (size_t j = 1; j < others; ++j) {
-      const double* d = rows[j] + b;
-      for (uint64_t i = 0; i < len; ++i) load[i] += d[i];
+    // The others' load, summed row by row as before (each bin's terms in
+    // the same order), four bins at a time.
+    {
+      uint64_t i = 0;
+      for (; i + 4 <= len; i += 4) {
+        Lanes sum, d;
+        std::memcpy(&sum, rows[0] + b + i, sizeof(sum));
+        for (size_t j = 1; j < others; ++j) {
+          std::memcpy(&d, rows[j] + b + i, sizeof(d));
+          sum += d;
+        }
+        std::memcpy(load.data() + i, &sum, sizeof(sum));
+      }
+      for (; i < len; ++i) {
+        double sum = rows[0][b + i];
+        for (size_t j = 1; j < others; ++j) sum += rows[j][b + i];
+        load[i] = sum;
+      }
     }
     for (uint64_t i = 0; i < len; ++i) {
-      const double* cls = fold.sorted.data() + r * m;
-      const double* suf = fold.suffix.data() + r * (m + 1);
-      const double threshold = cap_ - load[i];  // class values above it exceed C
-      if (threshold < cls[m - 1]) {
+      const double threshold = cap_ - load[i];
+      if (threshold < fold.max[r]) {
         const uint64_t first =
-            threshold < cls[0]
-                ? 0
-                : static_cast<uint64_t>(std::upper_bound(cls, cls + m, threshold) - cls);
-        total += suf[first] - static_cast<double>(m - first) * threshold;
+            threshold < fold.min[r] ? 0 : FirstAbove(fold.sorted.data() + r * m, m, threshold);
+        total += term(r, first, threshold);
       }
       if (++r == g) r = 0;
     }
@@ -301,7 +407,7 @@ double CircleEvaluator::FoldedExcessAt(const std::vector<uint32_t>& shifts, doub
 double CircleEvaluator::ExcessAt(const std::vector<uint32_t>& shifts, double bound) {
   if (folded_) return FoldedExcessAt(shifts, bound);
   const size_t jobs = circle_->jobs.size();
-  const RowPointers rows_vector = RotatedRows(shifts, jobs);
+  const RowPointers rows_vector = RotatedRows(shifts, jobs, bins());
   const double* const* rows = rows_vector.data();
   const uint64_t n = bins();
   uint64_t summed = 0;
@@ -317,77 +423,321 @@ double CircleEvaluator::ExcessAt(const std::vector<uint32_t>& shifts, double bou
   return total;
 }
 
+// Both in instructions, roughly (measured with callgrind on the ranking
+// benchmarks): a fold sorts one period of the others' load by class, fills
+// the table and sums b shifts sixteen at a time; ExcessAt searches a class per
+// bin of the others' period when it folds, else sums every job's row.
+double CircleEvaluator::AllShiftsCost(size_t j) const {
+  const double period = static_cast<double>(OthersBins(j)), b = JobBins(j);
+  const double classes = static_cast<double>(std::gcd(OthersBins(j), uint64_t{JobBins(j)}));
+  return period * (3 * std::log2(period / classes + 1) + 12) + b * b / 3;
+}
+
+double CircleEvaluator::ExcessAtCost() const {
+  const double jobs = static_cast<double>(circle_->jobs.size());
+  if (folded_) {
+    return static_cast<double>(folded_->others_bins) * (6 * jobs + 4 * std::log2(static_cast<double>(folded_->m)) + 10);
+  }
+  return static_cast<double>(bins()) * jobs * 1.5;
+}
+
 double CircleEvaluator::FoldingCost(size_t j) const {
   const double n = static_cast<double>(bins()), b = JobBins(j);
   return (4 * n + b * b) * std::log2(n / b + 1);
 }
 
+namespace {
+
+// A load's residue classes modulo b, as ExcessForAllShifts queries them:
+// F_r(x) = sum over class r (the bins k = r mod b) of max(0, v + x - C),
+// computed as the suffix sum of the class's sorted values above C - x plus
+// (their count) x (x - C). The suffix sums add the class's values one by one
+// from the largest down, so two layouts that hold the same values in a class
+// give the same F_r bit for bit.
+//
+// A load that repeats every P bins (the other jobs' lcm L, when b does not
+// divide it) has only g = gcd(b, P) distinct classes: by the Chinese
+// remainder theorem class r mod b holds, once each, the values load[x] with
+// x < P and x = r mod g. So the classes are built from the first P bins
+// modulo g: P log(P / g) work instead of N log(N / b), N = lcm(b, P).
+//
+// Runs: when the load takes at most kMaxRunValues distinct values (the sum
+// of a few square waves takes at most 2^jobs), each class is its counts of
+// each value, and its sorted order and suffix sums follow from the counts
+// without sorting. Sorted: any other load, each class sorted.
+class LoadClasses {
+ public:
+  static constexpr size_t kMaxRunValues = 16;
+
+  // The classes modulo `g` of load[0, period) (g divides period), queried at
+  // x in [0, x_max] only: a value at or below C - x_max never exceeds C, so
+  // each sorted class sorts only the values above it (the suffix sums from
+  // the top are the same).
+  LoadClasses(const double* load, uint64_t period, uint64_t g, double cap, double x_max)
+      : g_(g), m_(period / g), cap_(cap) {
+    if (!BuildRuns(load, period)) BuildSorted(load, cap - x_max);
+  }
+
+  // The index of the first value above `threshold` in the runs' ascending
+  // values (values_.size() when none): the same for every class.
+  size_t FirstAbove(double threshold) const {
+    size_t t = 0;
+    while (t < values_.size() && !(values_[t] > threshold)) ++t;
+    return t;
+  }
+
+  // F_c(x) of class c < g, with first = FirstAbove(C - x) for the runs
+  // (ignored when sorted).
+  double At(uint64_t c, double x, size_t first) const {
+    if (runs_) {
+      const size_t k = values_.size() + 1;
+      const uint64_t position = positions_[c * k + first];
+      return suffix_[c * k + first] + static_cast<double>(m_ - position) * (x - cap_);
+    }
+    const double* cls = sorted_.data() + c * m_;
+    const uint64_t position =
+        static_cast<uint64_t>(std::upper_bound(cls + low_[c], cls + m_, cap_ - x) - cls);
+    return suffix_[c * (m_ + 1) + position] + static_cast<double>(m_ - position) * (x - cap_);
+  }
+  double At(uint64_t c, double x) const { return At(c, x, runs_ ? FirstAbove(cap_ - x) : 0); }
+
+  // table[k * stride + c] = F_c(xs[k]) for every class c < g and every k,
+  // xs ascending: each sorted class is walked once against the thresholds
+  // C - xs[k] (O(m + K) a class, where At's binary search costs K log m),
+  // the same positions At finds, so the same values.
+  void Fill(const std::vector<double>& xs, double* table, size_t stride) const {
+    const size_t count = xs.size();
+    if (runs_) {
+      for (size_t k = 0; k < count; ++k) {
+        const size_t first = FirstAbove(cap_ - xs[k]);
+        for (uint64_t c = 0; c < g_; ++c) table[k * stride + c] = At(c, xs[k], first);
+      }
+      return;
+    }
+    for (uint64_t c = 0; c < g_; ++c) {
+      const double* cls = sorted_.data() + c * m_;
+      const double* suffix = suffix_.data() + c * (m_ + 1);
+      uint64_t position = low_[c];  // the first value above the threshold, which rises as k falls
+      for (size_t k = count; k-- > 0;) {
+        const double threshold = cap_ - xs[k];
+        while (position < m_ && !(cls[position] > threshold)) ++position;
+        table[k * stride + c] = suffix[position] + static_cast<double>(m_ - position) * (xs[k] - cap_);
+      }
+    }
+  }
+
+  bool runs() const { return runs_; }
+
+ private:
+  bool BuildRuns(const double* load, uint64_t period) {
+    // The distinct values in order of appearance, and each class's count of
+    // each, in one pass.
+    std::array<double, kMaxRunValues> seen;
+    size_t distinct = 0, last = 0;
+    Ensure(counts_, g_ * kMaxRunValues);
+    std::fill_n(counts_.begin(), g_ * kMaxRunValues, 0u);
+    uint64_t c = 0;
+    for (uint64_t x = 0; x < period; ++x) {
+      const double v = load[x];
+      if (distinct == 0 || seen[last] != v) {
+        last = 0;
+        while (last < distinct && seen[last] != v) ++last;
+        if (last == distinct) {
+          if (distinct == kMaxRunValues) return false;
+          seen[distinct++] = v;
+        }
+      }
+      ++counts_[c * kMaxRunValues + last];
+      if (++c == g_) c = 0;
+    }
+    std::array<size_t, kMaxRunValues> order;
+    std::iota(order.begin(), order.begin() + distinct, size_t{0});
+    std::sort(order.begin(), order.begin() + distinct, [&](size_t a, size_t b) { return seen[a] < seen[b]; });
+    values_.resize(distinct);
+    for (size_t t = 0; t < distinct; ++t) values_[t] = seen[order[t]];
+    const size_t k = distinct + 1;
+    Ensure(positions_, g_ * k);
+    Ensure(suffix_, g_ * k);
+    for (uint64_t cls = 0; cls < g_; ++cls) {
+      const uint32_t* count = counts_.data() + cls * kMaxRunValues;
+      uint64_t* position = positions_.data() + cls * k;
+      double* suffix = suffix_.data() + cls * k;
+      position[0] = 0;
+      for (size_t t = 0; t < distinct; ++t) position[t + 1] = position[t] + count[order[t]];
+      double sum = 0;
+      suffix[distinct] = 0;
+      for (size_t t = distinct; t-- > 0;) {
+        const double v = values_[t];
+        for (uint32_t i = count[order[t]]; i > 0; --i) sum += v;
+        suffix[t] = sum;
+      }
+    }
+    runs_ = true;
+    return true;
+  }
+
+  // Each class: its values at or below `floor` first (unsorted: no query
+  // reaches them), then the others sorted, with suffix sums over them.
+  void BuildSorted(const double* load, double floor) {
+    Ensure(sorted_, g_ * m_);
+    Ensure(suffix_, g_ * (m_ + 1));
+    Ensure(low_, g_);
+    for (uint64_t c = 0; c < g_; ++c) {
+      double* cls = sorted_.data() + c * m_;
+      uint64_t low = 0, high = m_;
+      for (uint64_t i = 0; i < m_; ++i) {
+        const double v = load[c + i * g_];
+        if (v > floor) {
+          cls[--high] = v;
+        } else {
+          cls[low++] = v;
+        }
+      }
+      low_[c] = low;
+      std::sort(cls + low, cls + m_);
+      double* suf = suffix_.data() + c * (m_ + 1);
+      suf[m_] = 0;
+      for (uint64_t i = m_; i-- > low;) suf[i] = suf[i + 1] + cls[i];
+    }
+  }
+
+  // The arrays below are the thread's, kept between calls and grown as
+  // needed (never shrunk, so a later call fills them without clearing): one
+  // LoadClasses at a time per thread.
+  template <typename T>
+  static void Ensure(std::vector<T>& v, size_t size) {
+    if (v.size() < size) v.resize(size);
+  }
+  struct Arrays {
+    std::vector<uint32_t> counts;     // runs: [class][value in order of appearance]
+    std::vector<uint64_t> positions;  // runs: [class][t]: values below values_[t] in the class
+    std::vector<double> suffix;       // runs: [class][t]; sorted: [class][position >= low]
+    std::vector<double> sorted;       // sorted: class c at [c * m, (c + 1) * m)
+    std::vector<uint64_t> low;        // sorted: per class, its values at or below the floor
+  };
+  static Arrays& ThreadArrays() {
+    thread_local Arrays arrays;
+    return arrays;
+  }
+
+  const uint64_t g_, m_;
+  const double cap_;
+  bool runs_ = false;
+  std::vector<double> values_;  // runs: the load's distinct values, ascending
+  Arrays& arrays_ = ThreadArrays();
+  std::vector<uint32_t>& counts_ = arrays_.counts;
+  std::vector<uint64_t>& positions_ = arrays_.positions;
+  std::vector<double>& suffix_ = arrays_.suffix;
+  std::vector<double>& sorted_ = arrays_.sorted;
+  std::vector<uint64_t>& low_ = arrays_.low;
+};
+
+// The period to fold `load` at for job j's classes: the other jobs' lcm
+// `others` when the load repeats every `others` bins (bit for bit) and b does
+// not divide it, else the whole circle.
+uint64_t LoadPeriod(const std::vector<double>& load, uint64_t others, uint64_t b) {
+  const uint64_t n = load.size();
+  if (others >= n || others % b == 0 || std::lcm(others, b) != n) return n;
+  if (std::memcmp(load.data(), load.data() + others, (n - others) * sizeof(double)) != 0) return n;
+  return others;
+}
+
+}  // namespace
+
 void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t j,
                                          std::vector<double>& out) {
-  const uint64_t n = bins(), b = JobBins(j), m = n / b;
-  const std::vector<double>& d = circle_->jobs[j].gbps;
-  // Residue class r of the load, sorted, at sorted[r*m, (r+1)*m); suffix[r*(m+1) + i]
-  // is the sum of the class's values from position i on.
-  ScratchBuffer sorted_buffer(n, ScratchBuffer::Uninitialized{});
-  ScratchBuffer suffix_buffer(b * (m + 1), ScratchBuffer::Uninitialized{});
-  std::vector<double>& sorted = sorted_buffer.get();
-  std::vector<double>& suffix = suffix_buffer.get();
-  for (uint64_t r = 0; r < b; ++r) {
-    double* cls = sorted.data() + r * m;
-    for (uint64_t i = 0; i < m; ++i) cls[i] = load[r + i * b];
-    std::sort(cls, cls + m);
-    double* suf = suffix.data() + r * (m + 1);
-    suf[m] = 0;
-    for (uint64_t i = m; i-- > 0;) suf[i] = suf[i + 1] + cls[i];
+  ExcessForAllShiftsPeriodic(load.data(), LoadPeriod(load, OthersBins(j), JobBins(j)), j, out);
+}
+
+void CircleEvaluator::OthersLoad(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts,
+                                 size_t j, std::vector<double>& load) const {
+  // Each pattern walked from its shift, in the order given (AddJob's sums,
+  // bin for bin).
+  const uint64_t period = OthersBins(j);
+  load.resize(period);
+  bool first = true;  // the first pattern lands on zeros: 0 + d, written over what was there
+  for (size_t i : others) {
+    const std::vector<double>& d = circle_->jobs[i].gbps;
+    const uint64_t b = d.size();
+    uint64_t src = (b - shifts[i] % b) % b;
+    for (uint64_t k = 0; k < period;) {
+      const uint64_t run = std::min(b - src, period - k);
+      double* out = load.data() + k;
+      const double* in = d.data() + src;
+      if (first) {
+        for (uint64_t r = 0; r < run; ++r) out[r] = 0.0 + in[r];
+      } else {
+        for (uint64_t r = 0; r < run; ++r) out[r] += in[r];
+      }
+      k += run;
+      src = 0;
+    }
+    first = false;
   }
-  // F_r(x) = sum over class r of max(0, v + x - C).
-  auto f = [&](uint64_t r, double x) {
-    const double* cls = sorted.data() + r * m;
-    const uint64_t first = static_cast<uint64_t>(std::upper_bound(cls, cls + m, cap_ - x) - cls);
-    return suffix[r * (m + 1) + first] + static_cast<double>(m - first) * (x - cap_);
-  };
-  ScratchBuffer idle_buffer(b);  // F_r(0), shared by every idle bin of the pattern
-  std::vector<double>& idle = idle_buffer.get();
-  for (uint64_t r = 0; r < b; ++r) idle[r] = f(r, 0.0);
+  if (first) std::fill(load.begin(), load.end(), 0.0);
+}
+
+void CircleEvaluator::ExcessForAllShiftsAgainst(const std::vector<size_t>& others,
+                                                const std::vector<uint32_t>& shifts, size_t j,
+                                                std::vector<double>& out) {
+  ScratchBuffer load_buffer(OthersBins(j), ScratchBuffer::Uninitialized{});
+  OthersLoad(others, shifts, j, load_buffer.get());
+  ExcessForAllShiftsPeriodic(load_buffer.get().data(), OthersBins(j), j, out);
+}
+
+void CircleEvaluator::ExcessForAllShiftsPeriodic(const double* load, uint64_t period, size_t j,
+                                                 std::vector<double>& out) {
+  const uint64_t n = bins(), b = JobBins(j);
+  const std::vector<double>& d = circle_->jobs[j].gbps;
+  const uint64_t g = std::gcd(period, b);
+  double x_max = 0;
+  for (double v : d) x_max = std::max(x_max, v);
+  const LoadClasses classes(load, period, g, cap_, x_max);
   out.assign(b, 0.0);
-  // A pattern has few distinct demands (a square wave one): F_r(v) for each
-  // distinct v and class r, once, instead of a search per (shift, bin). The
-  // same terms added in the same order: the same sums, bit for bit.
+  // F_r(v) for each distinct demand v of the pattern (a square wave has one,
+  // and 0 for its idle bins) and class r, once, instead of a search per
+  // (shift, bin). The same terms added in the same order as a search per
+  // (shift, bin) would: the same sums, bit for bit.
   std::vector<double> values;
+  values.reserve(b + 1);
+  values.push_back(0.0);
   for (double v : d) {
     if (v != 0.0) values.push_back(v);
   }
-  const size_t busy = values.size();
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   constexpr uint64_t kMaxTable = uint64_t{1} << 20;  // doubles (8 MiB)
-  if (values.size() < busy && values.size() * b <= kMaxTable) {
-    ScratchBuffer table_buffer(values.size() * b, ScratchBuffer::Uninitialized{});
+  if (values.size() * (b + kShiftBlock) <= kMaxTable) {
+    // Row k: F_r(values[k]) for r < b, then its first kShiftBlock entries
+    // again, so that a block of consecutive classes is one contiguous read.
+    const uint64_t stride = b + kShiftBlock;
+    ScratchBuffer table_buffer(values.size() * stride, ScratchBuffer::Uninitialized{});
     std::vector<double>& table = table_buffer.get();  // [value k][class r]
+    classes.Fill(values, table.data(), stride);
     for (size_t k = 0; k < values.size(); ++k) {
-      for (uint64_t r = 0; r < b; ++r) table[k * b + r] = f(r, values[k]);
+      double* row_k = table.data() + k * stride;
+      for (uint64_t r = g; r < b; ++r) row_k[r] = row_k[r - g];  // class r is class r mod g
+      for (uint64_t r = b; r < stride; ++r) row_k[r] = row_k[r % b];
     }
-    std::vector<const double*> row(b);  // per bin: its value's row, or the idle one
+    std::vector<const double*> row(b);  // per bin: its value's row
     for (uint64_t bin = 0; bin < b; ++bin) {
-      row[bin] = d[bin] == 0.0 ? idle.data()
-                               : table.data() + (std::lower_bound(values.begin(), values.end(), d[bin]) -
-                                                 values.begin()) * b;
+      row[bin] = table.data() + (std::lower_bound(values.begin(), values.end(), d[bin]) - values.begin()) * stride;
     }
-    for (uint64_t s = 0; s < b; ++s) {
-      double sum = 0;
-      uint64_t r = s;
-      for (uint64_t bin = 0; bin < b; ++bin) {
-        sum += row[bin][r];
-        if (++r == b) r = 0;
-      }
-      out[s] = sum;
-    }
+    // Row entries depend on the class r mod g only, so shift s + g sums the
+    // same terms in the same order as shift s: the first g shifts, repeated.
+    SumShiftedRows(row.data(), b, g, out.data());
+    for (uint64_t s = g; s < b; ++s) out[s] = out[s - g];
   } else {
+    ScratchBuffer idle_buffer(b);  // F_r(0), shared by every idle bin of the pattern
+    std::vector<double>& idle = idle_buffer.get();
+    const size_t first = classes.runs() ? classes.FirstAbove(cap_) : 0;
+    for (uint64_t r = 0; r < g; ++r) idle[r] = classes.At(r, 0.0, first);
+    for (uint64_t r = g; r < b; ++r) idle[r] = idle[r - g];
     for (uint64_t s = 0; s < b; ++s) {
       double sum = 0;
       uint64_t r = s;  // (bin + s) mod B, walked with the bin
       for (uint64_t bin = 0; bin < b; ++bin) {
-        sum += d[bin] == 0.0 ? idle[r] : f(r, d[bin]);
+        sum += d[bin] == 0.0 ? idle[r] : classes.At(r % g, d[bin]);
         if (++r == b) r = 0;
       }
       out[s] = sum;

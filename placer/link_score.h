@@ -94,6 +94,11 @@ class CircleEvaluator {
   // sum_k max(0, load[k] - C).
   double Excess(const std::vector<double>& load);
 
+  // Excess(load) for the load of the jobs `order` at shifts[j], AddJob'ed
+  // onto zeros in that order: the same value, bit for bit, without an N-bin
+  // load or the patterns' tiles.
+  double ExcessInOrder(const std::vector<size_t>& order, const std::vector<uint32_t>& shifts);
+
   // The total excess with every job at shifts[j] (bins): the load is summed
   // and measured chunk by chunk, without an N-bin array; stops early and
   // returns a value above `bound` once the partial sum exceeds it.
@@ -114,6 +119,27 @@ class CircleEvaluator {
   // when the pattern repeats often (FoldingPays).
   void ExcessForAllShifts(const std::vector<double>& load, size_t j, std::vector<double>& out);
 
+  // ExcessForAllShifts of job j against a load that repeats every `period`
+  // bins (only load[0, period) is read; lcm(period, B_j) must be the circle's
+  // N, as for any load of the other jobs with period OthersBins(j)).
+  void ExcessForAllShiftsPeriodic(const double* load, uint64_t period, size_t j, std::vector<double>& out);
+
+  // One period (OthersBins(j) bins) of the load of the jobs `others` (not j)
+  // at shifts[i], summed in that order as AddJob would sum them onto zeros.
+  void OthersLoad(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts, size_t j,
+                  std::vector<double>& load) const;
+
+  // ExcessForAllShifts against that load: the same values, from one period
+  // of the others' load instead of the whole circle.
+  void ExcessForAllShiftsAgainst(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts,
+                                 size_t j, std::vector<double>& out);
+
+  // What ExcessForAllShiftsAgainst costs (one period of the others' load
+  // sorted by class, the table, every shift's sum) and what one ExcessAt
+  // costs, in the same unit (instructions, roughly), to choose between them.
+  double AllShiftsCost(size_t j) const;
+  double ExcessAtCost() const;
+
   // The cost of ExcessForAllShifts for job j in bin evaluations (a sorted
   // element counted as four), and whether it beats B_j direct sums of N bins.
   double FoldingCost(size_t j) const;
@@ -127,15 +153,22 @@ class CircleEvaluator {
     return folded_ ? std::optional<size_t>(folded_->job) : std::nullopt;
   }
 
+  // The lcm of the other jobs' pattern bins, per job (the period of a load
+  // they make up).
+  uint64_t OthersBins(size_t j) const { return others_bins_[j]; }
+
   // Bin evaluations made so far (the work done).
   uint64_t evaluations() const { return evaluations_; }
 
  private:
-  const double* Rotated(size_t j, uint32_t shift) const {
-    if (tiled_.empty()) Tile();
+  // Job j's pattern rotated by `shift`, readable over `length` bins (the
+  // circle's by default).
+  const double* Rotated(size_t j, uint32_t shift, uint64_t length) const {
+    if (tiled_length_ < length) Tile(length);
     return tiled_[j].get().data() + JobBins(j) - shift;
   }
-  void Tile() const;  // fills tiled_
+  const double* Rotated(size_t j, uint32_t shift) const { return Rotated(j, shift, bins()); }
+  void Tile(uint64_t length) const;  // fills tiled_: every pattern over length + B_j bins
 
   // ExcessAt's fold: job `job`'s pattern split into residue classes modulo
   // g, each sorted, with suffix sums.
@@ -146,17 +179,21 @@ class CircleEvaluator {
     uint64_t others_bins = 0;  // L: the lcm of the other jobs' periods
     std::vector<double> sorted;  // class r at [r * m, (r + 1) * m)
     std::vector<double> suffix;  // class r at [r * (m + 1), (r + 1) * (m + 1))
+    std::vector<double> min, max;  // class r's smallest and largest value
   };
   double FoldedExcessAt(const std::vector<uint32_t>& shifts, double bound);
 
   // Every job's pattern rotated by its shift, but job `skip` (pass the job
   // count to keep all).
   using RowPointers = absl::InlinedVector<const double*, 8>;
-  RowPointers RotatedRows(const std::vector<uint32_t>& shifts, size_t skip) const;
+  RowPointers RotatedRows(const std::vector<uint32_t>& shifts, size_t skip, uint64_t length) const;
+
 
   const UnifiedCircle* circle_;
   double cap_;
+  std::vector<uint64_t> others_bins_;
   mutable std::vector<ScratchBuffer> tiled_;  // empty until the first evaluation
+  mutable uint64_t tiled_length_ = 0;          // the rotations' readable length
   std::optional<FoldedJob> folded_;
   uint64_t evaluations_ = 0;
 };

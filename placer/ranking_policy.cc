@@ -1,6 +1,8 @@
 #include "placer/ranking_policy.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <utility>
@@ -70,44 +72,131 @@ double LinkHeadroom(const RankRequest& request, const Candidate& candidate, cons
 
 namespace {
 
-// A discrete distribution: value -> probability.
-using Distribution = std::map<double, double>;
+// A discrete distribution: (value, probability), values distinct and
+// ascending. The arithmetic below is that of accumulating into a
+// std::map<double, double> (each value's probability summed in the order its
+// terms arrive, values visited in ascending order), so every result is the
+// same bit for bit, without a tree node per value.
+using Distribution = std::vector<std::pair<double, double>>;
 
 constexpr size_t kMaxDistributionValues = 4096;
 
+// `terms` (value, weight) grouped by value: each value once, ascending, its
+// weights summed in the order they appear in `terms` (a stable sort keeps
+// that order among equal values).
+Distribution Grouped(std::vector<std::pair<double, double>>& terms) {
+  std::stable_sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Distribution out;
+  for (const auto& [v, w] : terms) {
+    if (out.empty() || out.back().first < v) {
+      out.emplace_back(v, 0.0);
+    }
+    out.back().second += w;
+  }
+  return out;
+}
+
 // The distribution of a job's demand at a uniformly random instant.
 Distribution DemandDistribution(const TrafficProfile& profile, double share) {
-  Distribution d;
   const double period = profile.period_us;
   if (!(period > 0)) return {{0.0, 1.0}};
-  for (const DemandSegment& s : Segments(profile)) {
-    d[s.gbps * share] += (s.end_us - s.begin_us) / period;
-  }
-  return d;
+  std::vector<std::pair<double, double>> terms;
+  for (const DemandSegment& s : Segments(profile)) terms.emplace_back(s.gbps * share, (s.end_us - s.begin_us) / period);
+  return Grouped(terms);
 }
 
 // The distribution of the sum of independent draws from a and b, binned onto
 // kMaxDistributionValues values (each bin at its probability-weighted mean)
-// when it has more.
+// when it has more. The terms p x q of a sum x + y arrive in the order of x,
+// then y (both ascending).
+//
+// The bins are [lo + i w, lo + (i + 1) w) of the sum's range, w its width
+// over kMaxDistributionValues. Every term goes first to its bin (a stable
+// counting sort: each bin keeps the terms' order), each bin is grouped by
+// value, and only then it is known whether there are more values than
+// kMaxDistributionValues: if not, the groups are the sum; if so, each bin is
+// its groups' weighted mean. The bins are where the binning would put each
+// value anyway, and grouping a bin sorts only its own terms.
 Distribution Convolve(const Distribution& a, const Distribution& b) {
-  Distribution sum;
-  for (const auto& [x, p] : a) {
-    for (const auto& [y, q] : b) sum[x + y] += p * q;
+  const size_t terms = a.size() * b.size();
+  if (terms == 0) return {};
+  const double lo = a.front().first + b.front().first, hi = a.back().first + b.back().first;
+  if (terms <= kMaxDistributionValues || !(hi > lo)) {
+    std::vector<std::pair<double, double>> all;
+    all.reserve(terms);
+    for (const auto& [x, p] : a) {
+      for (const auto& [y, q] : b) all.emplace_back(x + y, p * q);
+    }
+    return Grouped(all);
   }
-  if (sum.size() <= kMaxDistributionValues) return sum;
-  const double lo = sum.begin()->first, hi = sum.rbegin()->first;
   const double width = (hi - lo) / static_cast<double>(kMaxDistributionValues);
-  std::vector<std::pair<double, double>> bins(kMaxDistributionValues, {0.0, 0.0});  // (sum of p x, sum of p)
-  for (const auto& [x, p] : sum) {
-    size_t i = std::min(kMaxDistributionValues - 1, static_cast<size_t>((x - lo) / width));
-    bins[i].first += p * x;
-    bins[i].second += p;
+  auto bin_of = [&](double v) { return std::min(kMaxDistributionValues - 1, static_cast<size_t>((v - lo) / width)); };
+  // Scratch reused by the thread's later calls (a sum of 4096 x 500 terms is
+  // 32 MiB of them).
+  thread_local std::vector<uint16_t> bin;
+  thread_local std::vector<std::pair<double, double>> by_bin;
+  std::vector<size_t> start(kMaxDistributionValues + 1, 0);
+  bin.resize(terms);
+  size_t t = 0;
+  for (const auto& [x, p] : a) {
+    for (const auto& [y, q] : b) {
+      const size_t i = bin_of(x + y);
+      bin[t++] = static_cast<uint16_t>(i);
+      ++start[i + 1];
+    }
   }
-  Distribution binned;
-  for (const auto& [px, p] : bins) {
-    if (p > 0) binned[px / p] += p;
+  for (size_t i = 0; i < kMaxDistributionValues; ++i) start[i + 1] += start[i];
+  by_bin.resize(terms);
+  {
+    std::vector<size_t> next(start.begin(), start.end() - 1);
+    t = 0;
+    for (const auto& [x, p] : a) {
+      for (const auto& [y, q] : b) by_bin[next[bin[t++]]++] = {x + y, p * q};
+    }
   }
-  return binned;
+  // Each bin grouped in place: its distinct values, ascending, at the front
+  // of its range.
+  std::vector<size_t> groups(kMaxDistributionValues, 0);
+  size_t values = 0;
+  for (size_t i = 0; i < kMaxDistributionValues; ++i) {
+    if (start[i] == start[i + 1]) continue;
+    std::stable_sort(by_bin.begin() + static_cast<ptrdiff_t>(start[i]),
+                     by_bin.begin() + static_cast<ptrdiff_t>(start[i + 1]),
+                     [](const auto& l, const auto& r) { return l.first < r.first; });
+    size_t w = start[i];  // the group being summed
+    for (size_t r = start[i]; r < start[i + 1]; ++r) {
+      const auto [v, weight] = by_bin[r];
+      if (r == start[i] || by_bin[w].first < v) {
+        if (r != start[i]) ++w;
+        by_bin[w] = {v, 0.0};
+      }
+      by_bin[w].second += weight;
+    }
+    groups[i] = w - start[i] + 1;
+    values += groups[i];
+  }
+  Distribution sum;
+  if (values <= kMaxDistributionValues) {
+    sum.reserve(values);
+    for (size_t i = 0; i < kMaxDistributionValues; ++i) {
+      const auto first = by_bin.begin() + static_cast<ptrdiff_t>(start[i]);
+      sum.insert(sum.end(), first, first + static_cast<ptrdiff_t>(groups[i]));
+    }
+    return sum;
+  }
+  // (sum of p x, sum of p) per bin, each bin's values ascending; then the
+  // bins' means, merged where two are equal (as a map would).
+  std::vector<std::pair<double, double>> means;
+  for (size_t i = 0; i < kMaxDistributionValues; ++i) {
+    double px = 0, pw = 0;
+    for (size_t k = 0; k < groups[i]; ++k) {
+      const auto& [x, p] = by_bin[start[i] + k];
+      px += p * x;
+      pw += p;
+    }
+    if (pw > 0) means.emplace_back(px / pw, pw);
+  }
+  return Grouped(means);
 }
 
 }  // namespace
@@ -192,9 +281,17 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
     for (const LinkResult& l : c.links) random += RandomPhaseScore(request, *spec->second, l);
     return random / static_cast<double>(c.links.size());
   };
+  // With shift_confidence 1 and no trust in choice gains, R + (S - R) is S
+  // and R is read nowhere: it is not computed (it is the policy's costliest
+  // part: a convolution per contended link).
+  const bool needs_random = options.shift_confidence != 1 || options.trust_choice_gains;
   std::vector<double> effective_of(ranking.ranked.size(), 0), random_of(ranking.ranked.size(), 0);
   for (size_t i = 0; i < ranking.ranked.size(); ++i) {
     const RankedCandidate& c = ranking.ranked[i];
+    if (!needs_random) {
+      effective_of[i] = random_of[i] = c.score;
+      continue;
+    }
     random_of[i] = random_score(c);
     effective_of[i] = random_of[i] + options.shift_confidence * (c.score - random_of[i]);
   }

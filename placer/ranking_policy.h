@@ -98,7 +98,8 @@ struct PolicyDecision {
   std::string score_best;
   double score_best_score = 1, host_first_score = 1;
   // Their effective scores (R + shift_confidence x (S - R)); equal to the
-  // scores when the policy is off.
+  // scores when the policy is off, and with shift_confidence 1 and
+  // trust_choice_gains off (R is then not computed: the score is S itself).
   double score_best_effective = 1, host_first_effective = 1;
   // Why score_best did not overtake the host's first: "" (it is the host's
   // first, or it overtook, or the policy is off), else the first test it

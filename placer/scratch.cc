@@ -15,18 +15,20 @@ std::vector<std::vector<double>>& Pool() {
 
 }  // namespace
 
-// The smallest pooled buffer that is large enough, else the largest one.
+// A pooled buffer for `size` doubles: one already holding at least `size`
+// elements (no growth to fill), the smallest such; else one whose capacity
+// suffices, the fullest (the least to fill); else the largest.
 static std::vector<double> TakeFromPool(size_t size) {
   auto& pool = Pool();
+  auto rank = [size](const std::vector<double>& v) {
+    // (class, tie-break): lower is better.
+    if (v.size() >= size) return std::pair<int, size_t>{0, v.capacity()};
+    if (v.capacity() >= size) return std::pair<int, size_t>{1, size - v.size()};
+    return std::pair<int, size_t>{2, ~v.capacity()};
+  };
   size_t pick = pool.size();
   for (size_t i = 0; i < pool.size(); ++i) {
-    const size_t cap = pool[i].capacity();
-    if (pick == pool.size()) {
-      pick = i;
-      continue;
-    }
-    const size_t best = pool[pick].capacity();
-    if ((cap >= size && (best < size || cap < best)) || (best < size && cap > best)) pick = i;
+    if (pick == pool.size() || rank(pool[i]) < rank(pool[pick])) pick = i;
   }
   std::vector<double> out;
   if (pick < pool.size()) {

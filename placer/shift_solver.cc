@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "placer/pair_bound.h"
@@ -48,6 +49,8 @@ class Search {
       anchored_.push_back(free_.front());  // a common rotation is free: hold one job at 0
       free_.erase(free_.begin());
     }
+    order_all_ = anchored_;
+    order_all_.insert(order_all_.end(), free_.begin(), free_.end());
     lower_bound_ = LowerBound();
     tolerance_ = kScoreTolerance * static_cast<double>(n_) * capacity;
   }
@@ -138,7 +141,7 @@ class Search {
       // already meet the lower bound.
       if (static_cast<long double>(GreedyCost()) * 4 <= best_first_cost) {
         Greedy();
-        Record(eval_.Excess(LoadOf(shifts_).get()));
+        Record(eval_.ExcessInOrder(order_all_, shifts_));
         if (Proven()) return Finish(true);
       }
       if (BestFirst(budget)) return Finish(true);
@@ -168,7 +171,7 @@ class Search {
   // beat the best sum. True when that proved the optimum; false when the
   // sums would exceed `budget` bin evaluations (the best found is kept).
   bool BestFirst(uint64_t budget) {
-    const PairwiseBound pairs(eval_.circle(), eval_.capacity_gbps());
+    const PairwiseBound& pairs = Pairs();
     extra_evaluations_ += PairwiseBound::BuildCost(eval_.circle());
     const size_t levels = free_.size();
     const uint64_t last_range = ranges_.back();
@@ -239,7 +242,7 @@ class Search {
     // search abandon most configurations after their first bins.
     if (best_shifts_.empty() && GreedyCost() * 4 <= cost) {
       Greedy();
-      Record(eval_.Excess(LoadOf(shifts_).get()));
+      Record(eval_.ExcessInOrder(order_all_, shifts_));
       if (Proven()) return;
     }
     fold_last_ = FoldLast(ranges_.back());
@@ -396,7 +399,7 @@ class Search {
   double DescendFrom() {
     ScratchBuffer others_buffer(n_, ScratchBuffer::Uninitialized{});
     std::vector<double>& others = others_buffer.get();
-    double excess = eval_.Excess(LoadOf(shifts_).get());  // where the descent starts
+    double excess = eval_.ExcessInOrder(order_all_, shifts_);  // where the descent starts
     for (uint32_t sweep = 0; sweep < options_.max_sweeps && !OverBudget(); ++sweep) {
       bool moved = false;
       for (size_t j : free_) {
@@ -426,13 +429,6 @@ class Search {
     }
   }
 
-  ScratchBuffer LoadOf(const std::vector<uint32_t>& shifts) {
-    ScratchBuffer load(n_, ScratchBuffer::Uninitialized{});
-    load.get() = FixedLoad();
-    for (size_t j : free_) eval_.AddJob(j, shifts[j], load.get());
-    return load;
-  }
-
   bool OverBudget() const { return Evaluations() > options_.heuristic_max_evaluations; }
 
   void Descend() {
@@ -447,37 +443,164 @@ class Search {
     }
   }
 
+  // The pair tables, built on first use (the best-first search, centring).
+  const PairwiseBound& Pairs() {
+    if (!pairs_) pairs_.emplace(eval_.circle(), eval_.capacity_gbps());
+    return *pairs_;
+  }
+
+  // Which shifts of free job j keep the excess within `limit` (the others at
+  // shifts_), as the plan would decide it: `fold` (FoldingPays) sums every
+  // shift folded (ExcessForAllShifts), else each shift directly, stopped past
+  // the limit (ExcessWith). Deciding each shift that way costs the whole fold
+  // or b direct sums; instead, from one period of the others' load (P bins,
+  // g = gcd(P, B_j) classes: bin x of it meets pattern bin y of job j exactly
+  // once on the circle when x = y + s mod g):
+  //   - a shift at which every busy bin y of j meets only loads at or below
+  //     C - d_y (each class's largest load M_c) adds no excess to the others'
+  //     E_0: its sum is E_0's terms, the same at every such shift, and the
+  //     optimum is at least E_0, so it is within the limit;
+  //   - otherwise it adds at least max_y min(d_y, M_c + d_y - C); a shift for
+  //     which E_0 plus that, or its star bound (PairwiseBound: never above its
+  //     excess), is more than `band` above the limit is not within it;
+  //   - the rest are summed (ExcessAt, or all folded at once when that costs
+  //     less), and one more than `band` from the limit is decided by that sum;
+  //   - one within `band` of the limit, where two ways of rounding the same
+  //     sum could disagree, is summed as planned.
+  // True ties with the optimum sit a whole tolerance_ x 1e-3 below the limit,
+  // outside the band; a sum's rounding is far below the band.
+  void WithinLimit(size_t j, bool fold, double limit, double band, std::vector<char>& within) {
+    const uint32_t b = eval_.JobBins(j);
+    const std::vector<double>& d = eval_.circle().jobs[j].gbps;
+    const double cap = eval_.capacity_gbps();
+    std::vector<size_t> order(anchored_.begin(), anchored_.end());
+    for (size_t i : free_) {
+      if (i != j) order.push_back(i);
+    }
+    const uint64_t period = eval_.OthersBins(j);
+    // The excess depends on j's shift modulo g only (its pattern meets the
+    // same loads): shifts s0 < g are decided, then s0 + g, s0 + 2g, ... alike
+    // (each of those alone where the planned sums could round differently).
+    const uint32_t g = static_cast<uint32_t>(std::gcd(period, uint64_t{b}));
+    ScratchBuffer load_buffer(period, ScratchBuffer::Uninitialized{});
+    std::vector<double>& load = load_buffer.get();
+    eval_.OthersLoad(order, shifts_, j, load);
+    std::vector<double> top(g, -std::numeric_limits<double>::infinity());  // M_c
+    double own = 0;  // E_0, over one period
+    for (uint64_t x = 0, c = 0; x < period; ++x) {
+      top[c] = std::max(top[c], load[x]);
+      own += std::max(0.0, load[x] - cap);
+      if (++c == g) c = 0;
+    }
+    own *= static_cast<double>(n_ / period);
+    // Per busy bin of j: its class offset and demand; per class, its largest
+    // load less C.
+    std::vector<std::pair<uint32_t, double>> busy;
+    for (uint32_t y = 0; y < b; ++y) {
+      if (d[y] != 0.0) busy.emplace_back(y % g, d[y]);
+    }
+    for (double& t : top) t -= cap;
+    const double room = limit + band - own;  // what j may add and stay a candidate
+    // 1: within, 0: not, 2: within for some of s0 + k g (decided one by one).
+    std::vector<char> of_class(g, 0);
+    std::vector<uint32_t> candidates;
+    for (uint32_t s = 0; s < g; ++s) {
+      double added = 0;  // at least what j adds at s
+      for (const auto& [yc, dy] : busy) {
+        const uint32_t c = yc + s >= g ? yc + s - g : yc + s;
+        const double over = top[c] + dy;
+        if (over > 0) {
+          added = std::max(added, std::min(dy, over));
+          if (added > room) break;
+        }
+      }
+      if (added == 0) {
+        of_class[s] = 1;
+      } else if (added <= room) {
+        candidates.push_back(s);
+      }
+    }
+    // The current shift is the configuration found (and centred so far):
+    // within the limit, as its sum decided.
+    const uint32_t current_class = shifts_[j] % g;
+    if (std::erase(candidates, current_class) > 0) of_class[current_class] = 1;
+    if (candidates.size() > 1 &&
+        (pairs_ || static_cast<double>(PairwiseBound::BuildCost(eval_.circle())) < eval_.AllShiftsCost(j))) {
+      ScratchBuffer bound_buffer(g, ScratchBuffer::Uninitialized{});
+      double* bound = bound_buffer.get().data();
+      Pairs().StarBoundRun(shifts_, j, 0, g, bound);
+      std::erase_if(candidates, [&](uint32_t s) { return bound[s] > limit + band; });
+    }
+    std::vector<double> all;  // every shift folded, when computed
+    auto fold_all = [&] {
+      if (!all.empty()) return;
+      all.resize(b);
+      eval_.ExcessForAllShiftsPeriodic(load.data(), period, j, all);
+    };
+    std::vector<double> sum(g, 0.0);
+    if (!candidates.empty()) {
+      // Summing the candidates one by one, or all shifts in one fold.
+      if (static_cast<double>(candidates.size()) * eval_.ExcessAtCost() > eval_.AllShiftsCost(j)) {
+        fold_all();
+        for (uint32_t s : candidates) sum[s] = all[s];
+      } else {
+        const uint32_t current = shifts_[j];
+        for (uint32_t s : candidates) {
+          shifts_[j] = s;
+          sum[s] = eval_.ExcessAt(shifts_, limit + 2 * band);
+        }
+        shifts_[j] = current;
+      }
+    }
+    std::optional<ScratchBuffer> others;  // the others' load on the whole circle, for direct sums
+    within.assign(b, 0);
+    for (uint32_t s : candidates) {
+      if (std::abs(sum[s] - limit) > band) {
+        of_class[s] = sum[s] <= limit;
+        continue;
+      }
+      of_class[s] = 2;
+      if (fold) {
+        fold_all();
+        for (uint32_t t = s; t < b; t += g) within[t] = all[t] <= limit;
+        continue;
+      }
+      if (!others) {
+        others.emplace(n_, ScratchBuffer::Uninitialized{});
+        others->get() = FixedLoad();
+        for (size_t i : free_) {
+          if (i != j) eval_.AddJob(i, shifts_[i], others->get());
+        }
+      }
+      for (uint32_t t = s; t < b; t += g) within[t] = eval_.ExcessWith(others->get(), j, t, limit) <= limit;
+    }
+    for (uint32_t t = 0; t < b; ++t) {
+      if (of_class[t % g] != 2) within[t] = of_class[t % g];
+    }
+  }
+
   // ShiftSolverOptions::centre on the best configuration found.
   void Centre() {
     if (!options_.centre || best_shifts_.empty() || free_.empty()) return;
     shifts_ = best_shifts_;
     const double limit = best_excess_ + tolerance_ * 1e-3;  // still the optimal score
-    ScratchBuffer others_buffer(n_, ScratchBuffer::Uninitialized{});
-    std::vector<double>& others = others_buffer.get();
     uint64_t spent = 0;
     bool moved = false;
+    std::vector<char> within;  // per shift: its excess is within `limit`
+    const double band = tolerance_ * 0.5e-3;
     for (size_t j : free_) {
       const uint32_t b = eval_.JobBins(j);
+      // The budget as planned: a fold or b direct sums (FoldingPays).
       const bool fold = eval_.FoldingPays(j);
       const uint64_t cost = fold ? static_cast<uint64_t>(eval_.FoldingCost(j)) : uint64_t{b} * n_;
       if (spent + cost > options_.heuristic_max_evaluations) break;
       spent += cost;
-      others = FixedLoad();
-      for (size_t i : free_) {
-        if (i != j) eval_.AddJob(i, shifts_[i], others);
-      }
-      ScratchBuffer all_buffer(b);
-      std::vector<double>& all = all_buffer.get();
-      if (fold) {
-        eval_.ExcessForAllShifts(others, j, all);
-      } else {
-        for (uint32_t s = 0; s < b; ++s) all[s] = eval_.ExcessWith(others, j, s, limit);
-      }
+      WithinLimit(j, fold, limit, band, within);
       // The longest circular run of shifts within `limit`; on a tie the run
       // holding the current shift, else the first.
       uint32_t first_bad = b;
       for (uint32_t s = 0; s < b; ++s) {
-        if (!(all[s] <= limit)) {
+        if (!within[s]) {
           first_bad = s;
           break;
         }
@@ -487,13 +610,13 @@ class Search {
       bool best_holds_current = false;
       for (uint32_t k = 1; k <= b;) {  // scan from just after a bad shift, once around
         const uint32_t s = (first_bad + k) % b;
-        if (!(all[s] <= limit)) {
+        if (!within[s]) {
           ++k;
           continue;
         }
         uint32_t len = 0;
         bool holds_current = false;
-        while (k + len <= b && all[(first_bad + k + len) % b] <= limit) {
+        while (k + len <= b && within[(first_bad + k + len) % b]) {
           holds_current |= (first_bad + k + len) % b == shifts_[j];
           ++len;
         }
@@ -510,7 +633,7 @@ class Search {
       shifts_[j] = centre;
     }
     if (!moved) return;
-    const double excess = eval_.Excess(LoadOf(shifts_).get());
+    const double excess = eval_.ExcessInOrder(order_all_, shifts_);
     if (excess <= limit) {
       best_excess_ = excess;
       best_shifts_ = shifts_;
@@ -533,8 +656,10 @@ class Search {
   const ShiftSolverOptions& options_;
   std::vector<size_t> anchored_;  // jobs whose shift is given (pinned, or the anchor)
   std::vector<size_t> free_;      // jobs the search places
+  std::vector<size_t> order_all_;  // anchored_ then free_: the order a whole load is summed in
   std::vector<uint32_t> shifts_;  // the configuration under examination
   std::optional<ScratchBuffer> fixed_load_;  // the anchored jobs' load, built on first use
+  std::optional<PairwiseBound> pairs_;       // Pairs()
   std::vector<uint64_t> ranges_;
   std::vector<ScratchBuffer> levels_;
   double lower_bound_ = 0;

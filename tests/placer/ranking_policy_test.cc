@@ -1,6 +1,8 @@
 #include "placer/ranking_policy.h"
 
 #include <limits>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -200,6 +202,96 @@ TEST(RankingPolicyTest, RandomPhaseScoreIsTheExpectedScoreWithShiftsNotHeld) {
   // On l1 (22 Gbit/s): load 100 with probability 0.04 (excess 78), 50 with
   // 0.32 (excess 28): 1 - 12.08 / 22.
   EXPECT_NEAR(RandomPhaseScore(r, r.candidates[2], Ranked("tight", 1, {"l1"}).links[0]), 1 - 12.08 / 22, 1e-12);
+}
+
+// RandomPhaseScore as it was first written: each distribution a
+// std::map<double, double> (terms accumulated in the order they arrive), the
+// sum binned onto 4096 values at their probability-weighted means when it has
+// more. The flat version must give the same score bit for bit.
+double RandomPhaseScoreAsFirstWritten(const std::vector<std::pair<TrafficProfile, double>>& jobs, double cap) {
+  using Map = std::map<double, double>;
+  constexpr size_t kMax = 4096;
+  auto demand = [](const TrafficProfile& profile, double share) {
+    Map d;
+    for (const DemandSegment& s : Segments(profile)) d[s.gbps * share] += (s.end_us - s.begin_us) / profile.period_us;
+    return d;
+  };
+  auto convolve = [&](const Map& a, const Map& b) {
+    Map sum;
+    for (const auto& [x, p] : a) {
+      for (const auto& [y, q] : b) sum[x + y] += p * q;
+    }
+    if (sum.size() <= kMax) return sum;
+    const double lo = sum.begin()->first, hi = sum.rbegin()->first;
+    const double width = (hi - lo) / static_cast<double>(kMax);
+    std::vector<std::pair<double, double>> bins(kMax, {0.0, 0.0});
+    for (const auto& [x, p] : sum) {
+      const size_t i = std::min(kMax - 1, static_cast<size_t>((x - lo) / width));
+      bins[i].first += p * x;
+      bins[i].second += p;
+    }
+    Map binned;
+    for (const auto& [px, p] : bins) {
+      if (p > 0) binned[px / p] += p;
+    }
+    return binned;
+  };
+  Map load{{0.0, 1.0}};
+  for (const auto& [profile, share] : jobs) load = convolve(load, demand(profile, share));
+  double excess = 0;
+  for (const auto& [x, p] : load) excess += p * std::max(0.0, x - cap);
+  return 1 - excess / cap;
+}
+
+TEST(RankingPolicyTest, RandomPhaseScoreIsTheFirstWrittenOneBitForBit) {
+  std::mt19937_64 rng(41);
+  for (int instance = 0; instance < 24; ++instance) {
+    // 1-5 jobs: square waves (a few values) or jittered bursts (a value per
+    // bin: sums past 4096 values, binned), shares below and at 1.
+    const int jobs = 1 + instance % 5;
+    RankRequest r;
+    r.links = {{"l", 20.0 + static_cast<double>(rng() % 60)}};
+    Candidate c{.id = "c", .links = {}, .servers = {}};
+    std::vector<std::pair<TrafficProfile, double>> reference;
+    LinkResult link;
+    link.id = "l";
+    link.capacity_gbps = r.links[0].capacity_gbps;
+    for (int j = 0; j < jobs; ++j) {
+      TrafficProfile p;
+      if (instance % 2 == 0) {
+        p.period_us = 1000 * (20 + static_cast<uint32_t>(rng() % 200));
+        p.square = SquareWave{.up_us = p.period_us / 4, .up_gbps = 10.0 + static_cast<double>(rng() % 40),
+                              .start_us = 0, .down_gbps = rng() % 3 == 0 ? 1.5 : 0.0};
+      } else {
+        const uint32_t bins = 50 + static_cast<uint32_t>(rng() % 250);
+        p.period_us = bins * 1000;
+        p.bin_us = 1000;
+        p.gbps.assign(bins, 0.0);
+        std::uniform_real_distribution<double> rate(0, 45);
+        for (uint32_t k = bins / 2; k < bins; ++k) p.gbps[k] = rate(rng);
+      }
+      const double share = rng() % 2 == 0 ? 1.0 : 0.25 + 0.5 * std::uniform_real_distribution<double>(0, 1)(rng);
+      const std::string id = "j" + std::to_string(j);
+      r.jobs.push_back({.id = id, .profile = p, .pinned_shift_us = {}});
+      c.links[id]["l"] = share;
+      link.jobs.push_back(id);
+      reference.emplace_back(p, share);
+    }
+    EXPECT_EQ(RandomPhaseScore(r, c, link), RandomPhaseScoreAsFirstWritten(reference, link.capacity_gbps))
+        << "instance " << instance;
+  }
+}
+
+TEST(RankingPolicyTest, WithFullConfidenceTheEffectiveScoreIsTheScore) {
+  // shift_confidence 1 (the default): R + 1 x (S - R) is S, and the policy
+  // reports S itself for both candidates it compared.
+  RankRequest r = Request();
+  Ranking ranking;
+  ranking.ranked = {Ranked("alone", 1.0, {}), Ranked("host", 0.7, {"l0"})};
+  const PolicyDecision d = ApplyRankingPolicy(r, RankingPolicyOptions{}, ranking);
+  EXPECT_EQ(d.host_first, "host");
+  EXPECT_EQ(d.host_first_effective, 0.7);
+  EXPECT_EQ(d.score_best_effective, 1.0);
 }
 
 TEST(RankingPolicyTest, ShiftConfidenceDiscountsTheGainOfShiftsNotOfTheChoice) {

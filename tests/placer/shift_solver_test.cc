@@ -419,6 +419,87 @@ TEST(CircleEvaluatorTest, FoldedExcessOfAFewLevelPatternEqualsTheDirectSum) {
   }
 }
 
+// ExcessForAllShifts as it was first written: every residue class of the
+// whole circle's load sorted, F_r(x) from the sorted class and its suffix
+// sums, and each shift's terms added in bin order. The faster one (one period
+// of the others' load, the classes it has, only the values that can exceed C
+// sorted, sixteen shifts summed at once) must give the same sums bit for bit.
+std::vector<double> AllShiftsAsFirstWritten(const std::vector<double>& load, const std::vector<double>& d,
+                                            double cap) {
+  const uint64_t n = load.size(), b = d.size(), m = n / b;
+  std::vector<double> sorted(n), suffix(b * (m + 1));
+  for (uint64_t r = 0; r < b; ++r) {
+    double* cls = sorted.data() + r * m;
+    for (uint64_t i = 0; i < m; ++i) cls[i] = load[r + i * b];
+    std::sort(cls, cls + m);
+    double* suf = suffix.data() + r * (m + 1);
+    suf[m] = 0;
+    for (uint64_t i = m; i-- > 0;) suf[i] = suf[i + 1] + cls[i];
+  }
+  auto f = [&](uint64_t r, double x) {
+    const double* cls = sorted.data() + r * m;
+    const uint64_t first = static_cast<uint64_t>(std::upper_bound(cls, cls + m, cap - x) - cls);
+    return suffix[r * (m + 1) + first] + static_cast<double>(m - first) * (x - cap);
+  };
+  std::vector<double> out(b);
+  for (uint64_t s = 0; s < b; ++s) {
+    double sum = 0;
+    uint64_t r = s;
+    for (uint64_t bin = 0; bin < b; ++bin) {
+      sum += f(r, d[bin]);
+      if (++r == b) r = 0;
+    }
+    out[s] = sum;
+  }
+  return out;
+}
+
+TEST(CircleEvaluatorTest, EveryShiftsExcessIsTheFirstWrittenOnesBitForBit) {
+  std::mt19937_64 rng(29);
+  for (int instance = 0; instance < 60; ++instance) {
+    // Two or three jobs, periods commensurate or not, square waves (few load
+    // values: the counted classes) or jittered bursts (sorted classes).
+    std::vector<TrafficProfile> profiles;
+    const int jobs = 2 + instance % 2;
+    for (int j = 0; j < jobs; ++j) {
+      const uint32_t bins = instance % 3 == 0 ? 24 * (1 + static_cast<uint32_t>(rng() % 3)) : 7 + rng() % 60;
+      if (instance % 4 < 2) {
+        profiles.push_back(SquareProfile(bins, 1 + static_cast<uint32_t>(rng() % bins), 10 + rng() % 40,
+                                         static_cast<uint32_t>(rng() % bins)));
+      } else {
+        profiles.push_back(RandomProfile(rng, bins, 45));
+      }
+    }
+    const UnifiedCircle circle = Circle(profiles);
+    CircleEvaluator eval(circle, 50);
+    std::vector<uint32_t> shifts(jobs);
+    for (int j = 0; j < jobs; ++j) shifts[j] = static_cast<uint32_t>(rng() % circle.JobBins(j));
+    for (int j = 0; j < jobs; ++j) {
+      std::vector<double> load(circle.bins, 0.0);
+      std::vector<size_t> others;
+      for (int i = 0; i < jobs; ++i) {
+        if (i == j) continue;
+        eval.AddJob(i, shifts[i], load);
+        others.push_back(i);
+      }
+      const std::vector<double> expected = AllShiftsAsFirstWritten(load, circle.jobs[j].gbps, 50);
+      std::vector<double> whole, period;
+      eval.ExcessForAllShifts(load, j, whole);
+      eval.ExcessForAllShiftsAgainst(others, shifts, j, period);
+      ASSERT_EQ(whole.size(), expected.size());
+      for (size_t s = 0; s < expected.size(); ++s) {
+        ASSERT_EQ(whole[s], expected[s]) << "instance " << instance << " job " << j << " shift " << s;
+        ASSERT_EQ(period[s], expected[s]) << "instance " << instance << " job " << j << " shift " << s;
+      }
+      // One period of the others' load is the first OthersBins(j) bins of theirs on the circle.
+      std::vector<double> one_period;
+      eval.OthersLoad(others, shifts, j, one_period);
+      ASSERT_EQ(one_period.size(), eval.OthersBins(j));
+      for (size_t k = 0; k < one_period.size(); ++k) ASSERT_EQ(one_period[k], load[k]) << "bin " << k;
+    }
+  }
+}
+
 TEST(SameUpToRotationTest, MatchesTheScoreInvariance) {
   std::mt19937_64 rng(23);
   const UnifiedCircle circle = Circle({RandomProfile(rng, 4, 40), RandomProfile(rng, 6, 40),
