@@ -293,13 +293,16 @@ void FluidNetwork::RecomputeRates() {
   active_links_.clear();
   // Progressive filling: every unfrozen flow runs at `level`; a link saturates
   // when frozen load + level * (its unfrozen weight) reaches its capacity.
-  size_t unfrozen = 0;
+  // Each round walks only the flows still unfrozen and the links some of them
+  // still load (both kept in their first order, so every sum below is taken
+  // in the order a walk over every job and link would take it).
+  unfrozen_.clear();
   for (uint32_t j = 0; j < jobs_.size(); ++j) {
     JobState& job = jobs_[j];
     if (job.phase != Phase::kComm) continue;
     job.frozen = false;
     job.rate_gbps = 0;
-    ++unfrozen;
+    unfrozen_.push_back(j);
     for (const auto& [l, share] : job.links) {
       LinkState& link = links_[l];
       if (link_flows_[l].empty()) {
@@ -312,29 +315,27 @@ void FluidNetwork::RecomputeRates() {
       link.demand_gbps += share * job.spec.nic_gbps;
     }
   }
+  live_links_ = active_links_;
   auto freeze = [&](JobState& job, double rate) {
     job.frozen = true;
     job.rate_gbps = rate;
-    --unfrozen;
     for (const auto& [l, share] : job.links) {
       links_[l].residual_gbps -= share * rate;
       links_[l].unfrozen_weight -= share;
       links_[l].load_gbps += share * rate;
     }
   };
-  while (unfrozen > 0) {
+  while (!unfrozen_.empty()) {
     double level = kInf;
-    for (const JobState& job : jobs_) {
-      if (job.phase == Phase::kComm && !job.frozen) level = std::min(level, job.spec.nic_gbps);
-    }
-    for (uint32_t l : active_links_) {
+    for (uint32_t j : unfrozen_) level = std::min(level, jobs_[j].spec.nic_gbps);
+    for (uint32_t l : live_links_) {
       const LinkState& link = links_[l];
       if (link.unfrozen_weight > 1e-12) {
         level = std::min(level, std::max(0.0, link.residual_gbps) / link.unfrozen_weight);
       }
     }
     // Saturated links first (their flows freeze at `level`), then NIC caps.
-    for (uint32_t l : active_links_) {
+    for (uint32_t l : live_links_) {
       LinkState& link = links_[l];
       if (link.unfrozen_weight <= 1e-12) continue;
       if (link.residual_gbps - level * link.unfrozen_weight > link.capacity_gbps * 1e-12) continue;
@@ -342,11 +343,12 @@ void FluidNetwork::RecomputeRates() {
         if (!jobs_[j].frozen) freeze(jobs_[j], level);
       }
     }
-    for (JobState& job : jobs_) {
-      if (job.phase == Phase::kComm && !job.frozen && job.spec.nic_gbps <= level * (1 + 1e-12)) {
-        freeze(job, job.spec.nic_gbps);
-      }
+    for (uint32_t j : unfrozen_) {
+      JobState& job = jobs_[j];
+      if (!job.frozen && job.spec.nic_gbps <= level * (1 + 1e-12)) freeze(job, job.spec.nic_gbps);
     }
+    std::erase_if(unfrozen_, [&](uint32_t j) { return jobs_[j].frozen; });
+    std::erase_if(live_links_, [&](uint32_t l) { return !(links_[l].unfrozen_weight > 1e-12); });
   }
   Record();
 }

@@ -210,6 +210,8 @@ class FluidNetwork {
   std::map<std::string, size_t> job_ids_;   // every id ever added -> stats index
   std::vector<uint32_t> active_links_;      // links with load, from the last recompute
   std::vector<std::vector<uint32_t>> link_flows_;  // per link: its flows (indices in jobs_)
+  // RecomputeRates' scratch: the flows not yet frozen, the links they load.
+  std::vector<uint32_t> unfrozen_, live_links_;
   std::vector<std::vector<LoadPoint>> series_;
   double now_us_ = 0;
   uint64_t events_ = 0;
