@@ -156,7 +156,7 @@ TEST(FramingTest, TruncatedPayloadIsBadPayload) {
 }
 
 TEST(StatusMappingTest, EveryWireCodeSurvivesStatusAndBack) {
-  for (int c = v1::Error::UNSUPPORTED_VERSION; c <= v1::Error::INTERNAL; ++c) {
+  for (int c = v1::Error::UNSUPPORTED_VERSION; c <= v1::Error::Code_MAX; ++c) {
     const auto code = static_cast<v1::Error::Code>(c);
     const v1::Error e = ErrorFromStatus(WireStatus(code, "why"), 42);
     EXPECT_EQ(e.code(), code) << ErrorCodeName(code);
@@ -174,7 +174,9 @@ TEST(StatusMappingTest, PlainStatusesMapByCanonicalCode) {
   EXPECT_EQ(ErrorFromStatus(absl::ResourceExhaustedError("x")).code(), v1::Error::LIMIT_EXCEEDED);
   EXPECT_EQ(ErrorFromStatus(absl::UnauthenticatedError("x")).code(), v1::Error::UNAUTHENTICATED);
   EXPECT_EQ(ErrorFromStatus(absl::UnknownError("x")).code(), v1::Error::INTERNAL);
-  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).supported_versions_size(), 1);
+  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).code(), v1::Error::FAILED_PRECONDITION);
+  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).supported_versions_size(), 0);
+  EXPECT_EQ(ErrorFromStatus(WireStatus(v1::Error::UNSUPPORTED_VERSION, "x")).supported_versions_size(), 1);
   EXPECT_TRUE(absl::IsNotFound(StatusFromError(ErrorFromStatus(absl::NotFoundError("x")))));
   EXPECT_TRUE(absl::IsResourceExhausted(StatusFromError(protocol::MakeError(v1::Error::TOO_LARGE, "x"))));
   EXPECT_TRUE(absl::IsInvalidArgument(StatusFromError(protocol::MakeError(v1::Error::BAD_FRAMES, "x"))));
