@@ -364,6 +364,36 @@ TEST_F(CurveKeysTest, BadKeyFilesAreErrors) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("short.pub: not a 40-character Z85"));
 }
 
+// The one loader of a client's three key files (the extender's config, `phasor
+// diagnose`, and through LoadCurveClientKeys every prefix-style caller).
+TEST_F(CurveKeysTest, ClientKeyFilesAreAllThreeOrNoneAndErrorsNameTheField) {
+  const CurveKeyPair server = *GenerateCurveKeyPair();
+  const CurveKeyPair mine = *GenerateCurveKeyPair();
+  ASSERT_TRUE(WriteKeyPair(server, dir_ + "/phasord", false).ok());
+  ASSERT_TRUE(WriteKeyPair(mine, dir_ + "/me", false).ok());
+  absl::StatusOr<std::optional<CurveClientKeys>> none = LoadCurveClientKeyFiles({"a", ""}, {"b", ""}, {"c", ""});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  absl::StatusOr<std::optional<CurveClientKeys>> all =
+      LoadCurveClientKeyFiles({"a", dir_ + "/phasord.pub"}, {"b", dir_ + "/me.pub"}, {"c", dir_ + "/me.secret"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_TRUE(all->has_value());
+  EXPECT_EQ((*all)->server_public_key, server.public_key);
+  EXPECT_EQ((*all)->client_public_key, mine.public_key);
+  EXPECT_EQ((*all)->client_secret_key, mine.secret_key);
+  EXPECT_EQ(LoadCurveClientKeyFiles({"a", dir_ + "/phasord.pub"}, {"b", ""}, {"c", dir_ + "/me.secret"}).status(),
+            absl::InvalidArgumentError("b: required with c (CURVE keys: all three files or none)"));
+  EXPECT_EQ(LoadCurveClientKeyFiles({"a", dir_ + "/nope.pub"}, {"b", dir_ + "/me.pub"}, {"c", dir_ + "/me.secret"})
+                .status(),
+            absl::InvalidArgumentError(absl::StrCat("a: ", dir_, "/nope.pub: cannot open key file")));
+  // The prefix form is the same loader.
+  absl::StatusOr<CurveClientKeys> prefixed = LoadCurveClientKeys(dir_ + "/phasord.pub", dir_ + "/me", "s", "k");
+  ASSERT_TRUE(prefixed.ok());
+  EXPECT_EQ(prefixed->client_secret_key, mine.secret_key);
+  EXPECT_EQ(LoadCurveClientKeys(dir_ + "/phasord.pub", dir_ + "/other", "s", "k").status(),
+            absl::InvalidArgumentError(absl::StrCat("k: ", dir_, "/other.pub: cannot open key file")));
+}
+
 TEST_F(CurveKeysTest, AllowListSkipsCommentsAndNamesBadLines) {
   const CurveKeyPair a = *GenerateCurveKeyPair();
   const CurveKeyPair b = *GenerateCurveKeyPair();
