@@ -17,10 +17,26 @@ void PostBounded(httplib::Server& server, const std::string& path, BodyLimit lim
   server.Post(path, [limit, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
                                                          const httplib::ContentReader& read) {
     std::string body;
+    // A body of a known length is held in one allocation of that length; one
+    // of unknown length that outgrows 1 MiB gets the limit reserved (pages
+    // are only touched as it is written), so growing it never holds two
+    // copies: at most max_body_bytes plus 1 MiB in all.
+    const uint64_t declared = req.get_header_value<uint64_t>("Content-Length");
+    if (declared > 0 && declared <= limit.max_body_bytes) body.reserve(declared);
+    constexpr size_t kGrowFreely = 1u << 20;
     bool too_large = false;
+    bool too_slow = false;
+    const auto started = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point drain_until;
     const bool complete = read([&](const char* data, size_t length) {
+      if (limit.read_ms > 0 && std::chrono::steady_clock::now() - started > std::chrono::milliseconds(limit.read_ms)) {
+        too_slow = true;
+        return false;
+      }
       if (!too_large && length <= limit.max_body_bytes - body.size()) {
+        if (body.size() + length > body.capacity() && body.size() + length > kGrowFreely) {
+          body.reserve(limit.max_body_bytes);
+        }
         body.append(data, length);
         return true;
       }
@@ -36,6 +52,12 @@ void PostBounded(httplib::Server& server, const std::string& path, BodyLimit lim
       res.set_header("Connection", "close");
       res.set_content(absl::StrCat("request body above max_body_bytes (", limit.max_body_bytes, ")\n"),
                       "text/plain");
+      return;
+    }
+    if (too_slow) {
+      res.status = 408;
+      res.set_header("Connection", "close");
+      res.set_content(absl::StrCat("request body slower than ", limit.read_ms, " ms\n"), "text/plain");
       return;
     }
     if (!complete) {

@@ -33,11 +33,13 @@ using BodyHandler = std::function<void(const httplib::Request& req, const std::s
 struct BodyLimit {
   size_t max_body_bytes = 0;  // the largest body kept
   int drain_ms = 1000;        // how long the rest of a larger one is read and dropped
+  int read_ms = 0;            // the longest a whole body may take to arrive (0: no bound); then 408
 };
 
 // Serves POST `path` (an exact path) with `handler` for bodies up to
 // limit.max_body_bytes; larger ones get 413 (and Connection: close) with a
-// line naming the limit, a body that cannot be read 400. Also sets httplib's
+// line naming the limit, one slower than limit.read_ms in all 408, a body that
+// cannot be read 400. Also sets httplib's
 // own Content-Length limit, so a declared length above the bound is refused
 // (and skipped) without being kept.
 void PostBounded(httplib::Server& server, const std::string& path, BodyLimit limit, BodyHandler handler);
