@@ -134,17 +134,21 @@ Extender::~Extender() {
   lifecycle_.join();
 }
 
+absl::StatusOr<std::unique_ptr<client::Client>> Extender::Connect(int timeout_ms) {
+  client::ClientOptions o;
+  o.endpoint = options_.phasord_endpoint;
+  o.timeout_ms = timeout_ms;
+  o.curve = options_.curve;
+  return client::Client::Connect(o, &context_);
+}
+
 absl::StatusOr<std::unique_ptr<client::Client>> Extender::TakeClientLocked(int timeout_ms) {
   if (!idle_clients_.empty()) {
     std::unique_ptr<client::Client> c = std::move(idle_clients_.back());
     idle_clients_.pop_back();
     return c;
   }
-  client::ClientOptions o;
-  o.endpoint = options_.phasord_endpoint;
-  o.timeout_ms = timeout_ms;
-  o.curve = options_.curve;
-  return client::Client::Connect(o, &context_);
+  return Connect(timeout_ms);
 }
 
 std::vector<Extender::Offered> Extender::OfferedNodes(const ExtenderArgs& args) const {
@@ -634,12 +638,8 @@ void Extender::LifecycleLoop() {
 }
 
 absl::Status Extender::CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id, std::string& candidate) {
-  // The lifecycle thread's own socket: its calls may take lifecycle_timeout_ms.
-  client::ClientOptions o;
-  o.endpoint = options_.phasord_endpoint;
-  o.timeout_ms = options_.lifecycle_timeout_ms;
-  o.curve = options_.curve;
-  absl::StatusOr<std::unique_ptr<client::Client>> phasord = client::Client::Connect(o, &context_);
+  // A socket of the lifecycle thread's own: its calls may take lifecycle_timeout_ms.
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
   if (!phasord.ok()) return phasord.status();
   placer::RankRequest request;
   request.options = plan.request.options;
@@ -702,11 +702,7 @@ void Extender::CommitTask(JobPlan plan) {
   absl::Status status = absl::FailedPreconditionError("not on the plan");
   bool replanned = false;
   if (bound_nodes == planned) {
-    client::ClientOptions o;
-    o.endpoint = options_.phasord_endpoint;
-    o.timeout_ms = options_.lifecycle_timeout_ms;
-    o.curve = options_.curve;
-    absl::StatusOr<std::unique_ptr<client::Client>> phasord = client::Client::Connect(o, &context_);
+    absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
     status = phasord.ok() ? (*phasord)->Commit(ranking_id, candidate).status() : phasord.status();
   }
   // The pods landed elsewhere, or the ranking is stale (a job it pins was
@@ -736,11 +732,7 @@ void Extender::ReleaseTask(std::vector<std::string> jobs) {
     all.assign(unreleased_.begin(), unreleased_.end());
   }
   if (all.empty()) return;
-  client::ClientOptions o;
-  o.endpoint = options_.phasord_endpoint;
-  o.timeout_ms = options_.lifecycle_timeout_ms;
-  o.curve = options_.curve;
-  absl::StatusOr<std::unique_ptr<client::Client>> phasord = client::Client::Connect(o, &context_);
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
   absl::StatusOr<v1::ReleaseReply> reply = phasord.ok() ? (*phasord)->Release(all) : phasord.status();
   std::lock_guard<std::mutex> lock(mu_);
   if (!reply.ok()) {
@@ -755,11 +747,7 @@ void Extender::ReleaseTask(std::vector<std::string> jobs) {
 }
 
 void Extender::ReconcileTask(const std::map<std::string, std::set<std::string>>& live) {
-  client::ClientOptions o;
-  o.endpoint = options_.phasord_endpoint;
-  o.timeout_ms = options_.lifecycle_timeout_ms;
-  o.curve = options_.curve;
-  absl::StatusOr<std::unique_ptr<client::Client>> phasord = client::Client::Connect(o, &context_);
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
   absl::StatusOr<v1::Snapshot> snapshot = phasord.ok() ? (*phasord)->GetSnapshot() : phasord.status();
   if (!snapshot.ok()) {
     spdlog::warn("phasor-k8s-extender: cannot compare phasord's placement with the pods listed: {}",

@@ -288,6 +288,8 @@ class Extender {
   void PodGoneLocked(const std::string& job, const std::string& pod_key, const std::string& why);
   void QueueLocked(Task task);
 
+  // A socket to phasord whose calls wait timeout_ms (Connect makes no network call).
+  absl::StatusOr<std::unique_ptr<client::Client>> Connect(int timeout_ms);
   absl::StatusOr<std::unique_ptr<client::Client>> TakeClientLocked(int timeout_ms);
   void LifecycleLoop();
   void CommitTask(JobPlan plan);

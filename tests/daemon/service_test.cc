@@ -46,6 +46,34 @@ class ServiceTest : public ::testing::Test {
     return s.ok() ? *std::move(s) : nullptr;
   }
 
+  // Ranks the sample and commits its first candidate; returns the first
+  // job's offset (nullopt, with a failure, when either call fails).
+  std::optional<v1::OffsetUpdate> CommitSample(Service& service) {
+    absl::StatusOr<v1::RankReply> reply = service.Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
+    EXPECT_TRUE(reply.ok()) << reply.status();
+    if (!reply.ok()) return std::nullopt;
+    v1::CommitPlacement commit;
+    commit.set_ranking_id(reply->ranking_id());
+    commit.set_candidate(reply->ranked(0).candidate());
+    absl::StatusOr<v1::CommitReply> committed = service.Commit(commit);
+    EXPECT_TRUE(committed.ok()) << committed.status();
+    if (!committed.ok()) return std::nullopt;
+    return committed->offsets(0);
+  }
+  // A probe's profile of the offset's job, its Up phase `late_us` after its
+  // slot three periods on.
+  static v1::ProfileUpdate LateBy(const v1::OffsetUpdate& o, int64_t late_us) {
+    v1::ProfileUpdate u;
+    u.set_subject(o.job());
+    u.set_kind(v1::ProfileUpdate::JOB);
+    u.set_period_us(o.period_us());
+    u.set_bin_us(o.period_us());
+    u.add_gbps(10);
+    u.set_confidence(1);
+    u.set_t0_epoch_us(o.origin_epoch_us() + o.shift_us() + 3 * int64_t{o.period_us()} + late_us);
+    return u;
+  }
+
   std::string dir_;
   DaemonOptions options_;
   Metrics metrics_;
@@ -225,23 +253,11 @@ TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
   options_.realign = true;
   std::unique_ptr<Service> service = Open();
   ASSERT_NE(service, nullptr);
-  absl::StatusOr<v1::RankReply> reply = service->Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
-  ASSERT_TRUE(reply.ok());
-  v1::CommitPlacement commit;
-  commit.set_ranking_id(reply->ranking_id());
-  commit.set_candidate(reply->ranked(0).candidate());
-  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
-  ASSERT_TRUE(committed.ok());
-  const v1::OffsetUpdate& o = committed->offsets(0);
+  const std::optional<v1::OffsetUpdate> committed = CommitSample(*service);
+  ASSERT_TRUE(committed.has_value());
+  const v1::OffsetUpdate& o = *committed;
   published_.clear();
-  v1::ProfileUpdate u;
-  u.set_subject(o.job());
-  u.set_kind(v1::ProfileUpdate::JOB);
-  u.set_period_us(o.period_us());
-  u.set_bin_us(o.period_us());
-  u.add_gbps(10);
-  u.set_confidence(1);
-  u.set_t0_epoch_us(o.origin_epoch_us() + o.shift_us() + 3 * int64_t{o.period_us()} + 5000);  // 5 ms late
+  const v1::ProfileUpdate u = LateBy(o, 5000);  // 5 ms late
   ASSERT_TRUE(service->AcceptProfile(u).ok());
   ASSERT_EQ(published_.size(), 1u);
   EXPECT_EQ(published_[0].job(), o.job());
@@ -272,24 +288,11 @@ TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
 TEST_F(ServiceTest, TheClosedLoopIsOffByDefault) {
   std::unique_ptr<Service> service = Open();
   ASSERT_NE(service, nullptr);
-  absl::StatusOr<v1::RankReply> reply = service->Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
-  ASSERT_TRUE(reply.ok());
-  v1::CommitPlacement commit;
-  commit.set_ranking_id(reply->ranking_id());
-  commit.set_candidate(reply->ranked(0).candidate());
-  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
-  ASSERT_TRUE(committed.ok());
-  const v1::OffsetUpdate& o = committed->offsets(0);
+  const std::optional<v1::OffsetUpdate> committed = CommitSample(*service);
+  ASSERT_TRUE(committed.has_value());
+  const v1::OffsetUpdate& o = *committed;
   published_.clear();
-  v1::ProfileUpdate u;
-  u.set_subject(o.job());
-  u.set_kind(v1::ProfileUpdate::JOB);
-  u.set_period_us(o.period_us());
-  u.set_bin_us(o.period_us());
-  u.add_gbps(10);
-  u.set_confidence(1);
-  u.set_t0_epoch_us(o.origin_epoch_us() + o.shift_us() + 3 * int64_t{o.period_us()} + 9000);  // 9 ms late
-  ASSERT_TRUE(service->AcceptProfile(u).ok());
+  ASSERT_TRUE(service->AcceptProfile(LateBy(o, 9000)).ok());  // 9 ms late
   EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", o.job()}}), 9000);
   EXPECT_TRUE(published_.empty());
   EXPECT_FALSE(metrics_.Has("phasord_realignments_total", {{"job", o.job()}}));
