@@ -36,9 +36,12 @@ class FakeApiServer {
     server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) { Pods(req, res); });
     server_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
                  [this](const httplib::Request& req, httplib::Response& res) { Bind(req, res); });
-    server_.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+    // Recorded before the request is handled, so a client that got its
+    // answer finds its path here.
+    server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
       std::lock_guard<std::mutex> lock(mu_);
       paths_.push_back(req.target);
+      return httplib::Server::HandlerResponse::Unhandled;
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port_, 0);
