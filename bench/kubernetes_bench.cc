@@ -109,6 +109,7 @@ class Bench {
     o.topology_path = dir_ + "/fabric.yaml";
     o.filter_to_plan = true;
     o.phasord_timeout_ms = 2000;  // measure the planning call, not the fail-open bound
+    o.http_timeout_ms = 2 * o.phasord_timeout_ms + kubernetes::kTimeoutMarginMs;
     if (quantum_us > 0) o.rank.circle.quantum_us = quantum_us;
     if (max_candidates > 0) o.max_candidates = max_candidates;
     o.plan_ttl_ms = 1;  // every plan expires at the next call unless the clock is held
@@ -117,6 +118,7 @@ class Bench {
     kubernetes::HttpServerOptions h;
     h.host = "127.0.0.1";
     h.port = port_;
+    h.io_timeout_ms = o.http_timeout_ms;
     server_ = *kubernetes::ExtenderHttpServer::Start(extender_.get(), h);
   }
   ~Bench() {

@@ -86,6 +86,40 @@ function(phasor_benchmark name)
   phasor_warnings(${name})
 endfunction()
 
+# The package database a configure watches while a program is missing
+# (phasor_find_program): installing any package re-configures the tree at its
+# next build, so a test whose program arrived later is registered for real.
+set(PHASOR_PACKAGE_DB /var/lib/dpkg/status CACHE FILEPATH
+    "File whose change re-configures the build while a program a test needs is missing")
+
+# phasor_find_program(VAR NAMES name... PACKAGE package): find_program, and
+# while the program is missing the build re-configures whenever the package
+# database changes. (A NOTFOUND result is searched again at every configure.)
+function(phasor_find_program var)
+  cmake_parse_arguments(ARG "" "PACKAGE" "NAMES" ${ARGN})
+  find_program(${var} NAMES ${ARG_NAMES})
+  if(NOT ${var} AND EXISTS ${PHASOR_PACKAGE_DB})
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PHASOR_PACKAGE_DB})
+  endif()
+endfunction()
+
+# phasor_missing_test(NAME PROGRAM what PACKAGE packages): the test NAME
+# cannot be built or run because `what` was not found when the tree was
+# configured. It is registered all the same, as a test that fails and names
+# the Debian packages to install (scripts/install-deps.sh installs them), so a
+# missing program never makes the suite smaller without a failure. The
+# package database is watched, so once they are installed the next build
+# re-configures and the real test replaces this one.
+function(phasor_missing_test name)
+  cmake_parse_arguments(ARG "" "PROGRAM;PACKAGE" "" ${ARGN})
+  set(message "${name}: cannot run: ${ARG_PROGRAM} was not found when this build was configured; install it (apt-get install ${ARG_PACKAGE}, or scripts/install-deps.sh), and the next build registers the real test")
+  add_test(NAME ${name} COMMAND sh -c "echo \"$1\" >&2; exit 1" phasor-missing-program "${message}")
+  set_tests_properties(${name} PROPERTIES LABELS missing-program)
+  if(EXISTS ${PHASOR_PACKAGE_DB})
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PHASOR_PACKAGE_DB})
+  endif()
+endfunction()
+
 # phasor_fuzzer(NAME SOURCES... [UNITY_SOURCES...] LIBS... CORPUS... [DEFINES...]
 # [DEPENDS target...] [MAX_LEN n]): a libFuzzer target built by clang++ with
 # -fsanitize=fuzzer,address,undefined from the listed sources (the code under
@@ -113,8 +147,9 @@ set(PHASOR_FUZZ_ABSL absl::status absl::statusor absl::strings absl::cord absl::
 set(PHASOR_FUZZ_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 function(phasor_fuzzer name)
   cmake_parse_arguments(ARG "" "MAX_LEN" "SOURCES;UNITY_SOURCES;LIBS;CORPUS;DEFINES;DEPENDS" ${ARGN})
-  find_program(PHASOR_CLANGXX NAMES clang++ clang++-14)
+  phasor_find_program(PHASOR_CLANGXX NAMES clang++ clang++-14 PACKAGE clang)
   if(NOT PHASOR_CLANGXX)
+    phasor_missing_test(${name} PROGRAM clang++ PACKAGE "clang libclang-rt-14-dev")
     return()
   endif()
   set(link)

@@ -66,6 +66,7 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
   if (o.solver_threads == 0 || o.solver_threads > 256) {
     return absl::InvalidArgumentError("solver_threads: must be in 1..256");
   }
+  if (o.max_queued_rankings == 0) return absl::InvalidArgumentError("max_queued_rankings: must be > 0");
   if (!(o.min_profile_confidence >= 0 && o.min_profile_confidence <= 1)) {
     return absl::InvalidArgumentError("min_profile_confidence: must be in 0..1");
   }
@@ -117,11 +118,14 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
     else if (key == "sqlite_synchronous") s = Read(v, key, o.sqlite_synchronous);
     else if (key == "topology_path") s = Read(v, key, o.topology_path);
     else if (key == "keep_rankings") s = Read(v, key, o.keep_rankings);
+    else if (key == "keep_link_scores") s = Read(v, key, o.keep_link_scores);
     else if (key == "max_message_bytes") s = Read(v, key, o.max_message_bytes);
     else if (key == "max_jobs_per_request") s = Read(v, key, o.max_jobs_per_request);
     else if (key == "max_links_per_request") s = Read(v, key, o.max_links_per_request);
     else if (key == "max_candidates_per_request") s = Read(v, key, o.max_candidates_per_request);
     else if (key == "solver_threads") s = Read(v, key, o.solver_threads);
+    else if (key == "max_queued_rankings") s = Read(v, key, o.max_queued_rankings);
+    else if (key == "realign") s = Read(v, key, o.realign);
     else if (key == "min_profile_confidence") s = Read(v, key, o.min_profile_confidence);
     else if (key == "realign_threshold_us") s = Read(v, key, o.realign_threshold_us);
     else if (key == "realign_min_interval_ms") s = Read(v, key, o.realign_min_interval_ms);

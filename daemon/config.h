@@ -54,6 +54,9 @@ struct DaemonOptions {
   std::string topology_path;
   // Rankings kept for CommitPlacement (older ones are pruned).
   uint64_t keep_rankings = 10000;
+  // Link-score samples kept per link, the newest (0: all). A release drops
+  // every sample of the links no remaining placement loads.
+  uint32_t keep_link_scores = 1000;
 
   // Limits per message / request; above them the request gets an Error.
   size_t max_message_bytes = 4u << 20;       // TOO_LARGE
@@ -76,16 +79,30 @@ struct DaemonOptions {
 
   // Threads solving RankRequests (the sockets run on one more thread).
   uint32_t solver_threads = 2;
+  // RankRequests waiting for a solver thread at once; one more is answered
+  // RESOURCE_EXHAUSTED at once ("rank queue full"), not queued. A request's
+  // time runs from its arrival: limits.deadline_ms, or the wait its client
+  // gave (RankRequest.wait_ms) when shorter. One that waited in the queue
+  // past it is answered without being solved, so requests whose clients gave
+  // up are not solved ahead of fresh ones.
+  uint32_t max_queued_rankings = 64;
 
   // ProfileUpdates below this confidence are counted and ignored.
   double min_profile_confidence = 0.5;
-  // Closed loop (SPEC 7): a job whose observed phase is off its slot by more
-  // than this gets its offset re-sent ...
+  // Closed loop (SPEC 7; default off, as measured: docs/simulator.md, "The
+  // closed loop", costs on overloaded links in every variant, and the
+  // testbed's scenarios run without it, docs/testbed.md). On: a job whose
+  // observed phase (a probe's t0) is off its slot by more than
+  // realign_threshold_us gets its offset re-sent with a new version, which
+  // re-aligns its agents, at most once per realign_min_interval_ms. Off, the
+  // phase error is still measured (phasord_phase_error_us).
+  bool realign = false;
   uint32_t realign_threshold_us = 2000;
-  // ... at most once per this interval.
   uint32_t realign_min_interval_ms = 1000;
-  // Every offset is re-published this often (0: only on change and start).
-  uint32_t republish_interval_ms = 10000;
+  // Every offset is re-published this often; 0 (the default, as the testbed
+  // runs): only on change and at start. Agents ask with GetOffset as well,
+  // and an unchanged offset re-published re-aligns no agent.
+  uint32_t republish_interval_ms = 0;
 
   // spdlog level: trace, debug, info, warn, error, critical, off.
   std::string log_level = "info";

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "http/bounded_body.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -28,6 +29,8 @@ std::string Help(const std::string& name) {
       {"phasord_released_total", "Jobs whose placement a ReleasePlacement withdrew."},
       {"phasord_quarantined_rows_total", "Stored rows set aside at start because they no longer validate, by table."},
       {"phasord_realignments_total", "Offsets re-sent because a job's observed phase drifted (closed loop)."},
+      {"phasord_rankings_dropped_total",
+       "RankRequests answered without a solve: queue_full (max_queued_rankings) or time (waited past their time)."},
       {"phasord_curve_refused_total", "CURVE handshakes refused (client key not in the allow-list)."},
       {"phasord_link_score", "Latest score per link (source: commit = predicted, probe = observed)."},
       {"phasord_link_excess", "Latest mean excess over capacity per link, as a fraction of capacity."},
@@ -86,6 +89,23 @@ double Metrics::Value(const std::string& name, const Labels& labels) const {
   return 0;
 }
 
+bool Metrics::Has(const std::string& name, const Labels& labels) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto c = families_->counters.find(name); c != families_->counters.end() && c->second->Has(labels)) return true;
+  auto g = families_->gauges.find(name);
+  return g != families_->gauges.end() && g->second->Has(labels);
+}
+
+void Metrics::Remove(const std::string& name, const Labels& labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto c = families_->counters.find(name); c != families_->counters.end() && c->second->Has(labels)) {
+    c->second->Remove(&c->second->Add(labels));
+  }
+  if (auto g = families_->gauges.find(name); g != families_->gauges.end() && g->second->Has(labels)) {
+    g->second->Remove(&g->second->Add(labels));
+  }
+}
+
 std::string Metrics::Render() const {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
@@ -105,7 +125,8 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(cons
   server->new_task_queue = [] { return new httplib::ThreadPool(2); };
   server->set_read_timeout(1, 0);
   server->set_write_timeout(1, 0);
-  server->set_payload_max_length(64 * 1024);
+  // GET only: a request with a body (of any encoding) is answered before it is read.
+  http::GuardBodies(*server, {});
   server->Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->Render(), "text/plain; version=0.0.4");
   });
@@ -120,17 +141,10 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(cons
 }
 
 MetricsHttpServer::MetricsHttpServer(std::unique_ptr<httplib::Server> server, uint16_t port)
-    : server_(std::move(server)), port_(port), thread_([this] {
-        server_->listen_after_bind();
-        listen_returned_ = true;
-      }) {}
-
-MetricsHttpServer::~MetricsHttpServer() {
-  // httplib's stop() acts only on a server already listening: one stopped
-  // before its thread entered listen would then wait in accept() forever.
-  while (!server_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  server_->stop();
-  thread_.join();
+    : server_(std::move(server)), port_(port) {
+  thread_.Start(server_.get());
 }
+
+MetricsHttpServer::~MetricsHttpServer() { thread_.Stop(); }
 
 }  // namespace phasor::daemon

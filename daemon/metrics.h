@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "http/server_thread.h"
 
 namespace prometheus {
 class Registry;
@@ -44,6 +45,11 @@ class Metrics {
 
   // The value of a counter or gauge (0 when never touched).
   double Value(const std::string& name, const Labels& labels = {}) const;
+  // True when the counter or gauge has a series with exactly these labels.
+  bool Has(const std::string& name, const Labels& labels = {}) const;
+  // Drops the series with exactly these labels from a counter or gauge (the
+  // per-job and per-link series of a released job); no-op when absent.
+  void Remove(const std::string& name, const Labels& labels);
 
   // Every metric in the Prometheus text format, with HELP and TYPE lines.
   std::string Render() const;
@@ -74,8 +80,7 @@ class MetricsHttpServer {
 
   std::unique_ptr<httplib::Server> server_;
   uint16_t port_;
-  std::atomic<bool> listen_returned_{false};
-  std::thread thread_;
+  http::ServerThread thread_;
 };
 
 }  // namespace phasor::daemon

@@ -53,10 +53,10 @@ class Daemon::Impl {
  private:
   absl::StatusOr<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, const char* key);
 
-  void HandleRequest(std::vector<zmq::message_t>& frames);
+  void HandleRequest(std::vector<zmq::message_t>& frames, SteadyTime arrival);
   void HandleProfile(std::vector<zmq::message_t>& frames);
-  void Dispatch(const std::vector<std::string>& routing, const protocol::Envelope& env);
-  void OnRank(const std::vector<std::string>& routing, const protocol::Envelope& env);
+  void Dispatch(const std::vector<std::string>& routing, const protocol::Envelope& env, SteadyTime arrival);
+  void OnRank(const std::vector<std::string>& routing, const protocol::Envelope& env, SteadyTime arrival);
 
   void Reply(const std::vector<std::string>& routing, MessageType type, const google::protobuf::MessageLite& msg);
   void ReplyError(const std::vector<std::string>& routing, std::optional<MessageType> type,
@@ -133,15 +133,18 @@ absl::Status Daemon::Impl::Start() {
   }
   // Each solver wakes the socket thread through its own inproc PUSH (a
   // ZeroMQ socket belongs to one thread).
-  pool_ = std::make_unique<SolverPool>(options_.solver_threads, [this] {
-    thread_local std::optional<zmq::socket_t> wake;
-    if (!wake) {
-      wake.emplace(ctx_, zmq::socket_type::push);
-      wake->set(zmq::sockopt::linger, 0);
-      wake->connect(kWakeEndpoint);
-    }
-    wake->send(zmq::str_buffer("."), zmq::send_flags::dontwait);
-  });
+  pool_ = std::make_unique<SolverPool>(
+      options_.solver_threads,
+      [this] {
+        thread_local std::optional<zmq::socket_t> wake;
+        if (!wake) {
+          wake.emplace(ctx_, zmq::socket_type::push);
+          wake->set(zmq::sockopt::linger, 0);
+          wake->connect(kWakeEndpoint);
+        }
+        wake->send(zmq::str_buffer("."), zmq::send_flags::dontwait);
+      },
+      options_.max_queued_rankings);
 
   metrics_.Set("phasord_up", {}, 1);
   spdlog::info("phasord: serving requests on {}, profiles on {}, offsets on {}, metrics on port {}; {} ({})",
@@ -164,11 +167,18 @@ void Daemon::Impl::Run(const std::atomic<bool>& stop) {
       spdlog::error("phasord: poll: {}", e.what());
       continue;
     }
-    // Bounded batches keep one busy socket from starving the others.
-    for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); ++i) {
-      std::vector<zmq::message_t> frames;
-      if (!zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait)) break;
-      HandleRequest(frames);
+    // Bounded batches keep one busy socket from starving the others. The
+    // batch is read before it is handled, so every request's time starts
+    // when the socket thread saw it, not after the requests ahead of it.
+    if (items[0].revents & ZMQ_POLLIN) {
+      const SteadyTime arrival = std::chrono::steady_clock::now();
+      std::vector<std::vector<zmq::message_t>> batch;
+      for (int i = 0; i < 256; ++i) {
+        std::vector<zmq::message_t> frames;
+        if (!zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait)) break;
+        batch.push_back(std::move(frames));
+      }
+      for (std::vector<zmq::message_t>& frames : batch) HandleRequest(frames, arrival);
     }
     for (int i = 0; i < 256 && (items[1].revents & ZMQ_POLLIN); ++i) {
       std::vector<zmq::message_t> frames;
@@ -216,7 +226,7 @@ void Daemon::Impl::Publish(const v1::OffsetUpdate& update) {
   zmq::send_multipart(pub_, out, zmq::send_flags::dontwait);
 }
 
-void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames) {
+void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames, SteadyTime arrival) {
   // [identity, (empty delimiter,) version, type, payload]
   std::vector<std::string> routing;
   size_t i = 0;
@@ -231,7 +241,7 @@ void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames) {
     return ReplyError(routing, type, env.status());
   }
   metrics_.Increment("phasord_requests_total", {{"type", TypeLabel(env->type)}});
-  Dispatch(routing, *env);
+  Dispatch(routing, *env, arrival);
 }
 
 namespace {
@@ -249,12 +259,13 @@ void Serve(const protocol::Envelope& env, MessageType reply_type, Call call, Sen
 
 }  // namespace
 
-void Daemon::Impl::Dispatch(const std::vector<std::string>& routing, const protocol::Envelope& env) {
+void Daemon::Impl::Dispatch(const std::vector<std::string>& routing, const protocol::Envelope& env,
+                            SteadyTime arrival) {
   auto send = [&](MessageType type, const google::protobuf::MessageLite& msg) { Reply(routing, type, msg); };
   auto fail = [&](const absl::Status& s, uint64_t id) { ReplyError(routing, env.type, s, id); };
   switch (env.type) {
     case MessageType::kRankRequest:
-      return OnRank(routing, env);
+      return OnRank(routing, env, arrival);
     case MessageType::kCommitPlacement:
       return Serve<v1::CommitPlacement>(
           env, MessageType::kCommitReply, [&](const v1::CommitPlacement& r) { return service_->Commit(r); }, send,
@@ -283,15 +294,17 @@ void Daemon::Impl::Dispatch(const std::vector<std::string>& routing, const proto
   }
 }
 
-void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protocol::Envelope& env) {
+void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protocol::Envelope& env,
+                          SteadyTime arrival) {
   v1::RankRequest req;
   if (absl::Status s = protocol::ParsePayload(env, req); !s.ok()) return ReplyError(routing, env.type, s);
-  absl::StatusOr<PreparedRanking> prepared = service_->PrepareRank(req);
+  absl::StatusOr<PreparedRanking> prepared = service_->PrepareRank(req, arrival);
   if (!prepared.ok()) return ReplyError(routing, env.type, prepared.status(), req.request_id());
   // The solve runs on the pool; its completion (on this thread) stores the
-  // ranking and answers.
+  // ranking and answers. A full queue answers at once; a request still
+  // queued when its time has passed is answered unsolved (Service::Solve).
   auto task = std::make_shared<PreparedRanking>(*std::move(prepared));
-  pool_->Submit([this, routing, task]() -> std::function<void()> {
+  const bool queued = pool_->Submit([this, routing, task]() -> std::function<void()> {
     auto reply = std::make_shared<absl::StatusOr<v1::RankReply>>(Service::Solve(*task));
     return [this, routing, task, reply] {
       if (reply->ok()) {
@@ -301,10 +314,22 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
         Service::ApplyReplyDetail(*task, **reply);
         return Reply(routing, MessageType::kRankReply, **reply);
       }
-      spdlog::error("phasord: ranking {} failed: {}", task->ranking_id, std::string(reply->status().message()));
+      if (absl::IsResourceExhausted(reply->status())) {
+        metrics_.Increment("phasord_rankings_dropped_total", {{"reason", "time"}});
+        spdlog::warn("phasord: {}", std::string(reply->status().message()));
+      } else {
+        spdlog::error("phasord: ranking {} failed: {}", task->ranking_id, std::string(reply->status().message()));
+      }
       ReplyError(routing, MessageType::kRankRequest, reply->status(), task->request_id);
     };
   });
+  if (!queued) {
+    metrics_.Increment("phasord_rankings_dropped_total", {{"reason", "queue_full"}});
+    ReplyError(routing, MessageType::kRankRequest,
+               absl::ResourceExhaustedError(absl::StrCat("max_queued_rankings: ", options_.max_queued_rankings,
+                                                         " rankings already wait for a solver; try again")),
+               task->request_id);
+  }
 }
 
 void Daemon::Impl::HandleProfile(std::vector<zmq::message_t>& frames) {

@@ -88,6 +88,7 @@ absl::Status Service::Restore() {
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(options_.state_path, options_.sqlite_synchronous);
   if (!store.ok()) return store.status();
   store_ = *std::move(store);
+  store_->KeepLinkScoresPerLink(options_.keep_link_scores);
   absl::StatusOr<int64_t> epoch = store_->EpochOr(started_us_);
   if (!epoch.ok()) return epoch.status();
   epoch_us_ = *epoch;
@@ -109,8 +110,13 @@ absl::Status Service::Restore() {
       bad.push_back({"placements", p.job, std::string(s.message())});
     } else {
       ++placements_;
+      std::set<std::string>& links = job_links_[p.job];
+      for (const auto& [link, share] : shares.shares()) links.insert(link);
     }
   }
+  absl::StatusOr<std::map<std::string, uint64_t>> markers = store_->LoadReleaseMarkers();
+  if (!markers.ok()) return markers.status();
+  release_markers_ = *std::move(markers);
   absl::StatusOr<uint64_t> version = store_->PlacementVersion();
   if (!version.ok()) return version.status();
   placement_version_ = *version;
@@ -171,7 +177,7 @@ absl::Status Service::Restore() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req) {
+absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req, SteadyTime arrival) {
   const uint64_t id = req.request_id();
   auto limit = [](const char* field, int n, uint32_t max) -> absl::Status {
     if (static_cast<uint32_t>(n) <= max) return absl::OkStatus();
@@ -223,7 +229,11 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
   prepared.policy = options_.ranking_policy;
   // Over a limit the answer comes now, before the request is queued.
   if (absl::Status s = placer::CheckRankLimits(*request, prepared.limits); !s.ok()) return s;
-  for (const placer::Link& l : request->links) link_capacity_gbps_[l.id] = l.capacity_gbps;
+  // A ranking's links get their capacities recorded when it is committed
+  // (only the loaded links', so the map is bounded by the placements).
+  prepared.time_ms = prepared.limits.deadline_ms;
+  if (req.wait_ms() > 0) prepared.time_ms = std::min<uint64_t>(prepared.time_ms, req.wait_ms());
+  prepared.deadline = arrival + std::chrono::milliseconds(std::min<uint64_t>(prepared.time_ms, uint64_t{1} << 40));
   for (int j = 0; j < req.jobs_size(); ++j) {
     if (req.jobs(j).has_profile()) request_profiles_[request->jobs[j].id] = request->jobs[j].profile;
   }
@@ -254,12 +264,24 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req)
   return prepared;
 }
 
-absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared) {
+absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared, SteadyTime now) {
   const auto begin = std::chrono::steady_clock::now();
+  // The request's time ran from its arrival; what it spent waiting for a
+  // solver is gone. One whose client gave up is not ranked at all.
+  if (now >= prepared.deadline) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        now - (prepared.deadline - std::chrono::milliseconds(prepared.time_ms)));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "deadline_ms: ranking ", prepared.ranking_id, " waited ", waited.count(), " ms for a solver, past its ",
+        prepared.time_ms, " ms (limits.deadline_ms, or the request's wait_ms when shorter): not ranked"));
+  }
+  placer::RankLimits limits = prepared.limits;
+  limits.deadline_ms = static_cast<uint64_t>(
+      std::chrono::ceil<std::chrono::milliseconds>(prepared.deadline - now).count());
   placer::Ranking ranking;
   try {
     // PrepareRank checked the limits.
-    absl::StatusOr<placer::Ranking> ranked = placer::RankWithinDeadline(prepared.request, prepared.limits);
+    absl::StatusOr<placer::Ranking> ranked = placer::RankWithinDeadline(prepared.request, limits);
     if (!ranked.ok()) return ranked.status();
     ranking = *std::move(ranked);
   } catch (const std::exception& e) {
@@ -343,6 +365,16 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
     return absl::NotFoundError(
         absl::StrCat("candidate: '", req.candidate(), "' is not ranked in ranking ", req.ranking_id()));
   }
+  // A ranking made before one of its jobs was released would bring the job
+  // back (and pin the others around a placement that no longer exists).
+  for (const v1::JobShift& s : chosen->shifts()) {
+    auto marker = release_markers_.find(s.job());
+    if (marker != release_markers_.end() && req.ranking_id() < marker->second) {
+      return absl::FailedPreconditionError(absl::StrCat("ranking_id: ranking ", req.ranking_id(),
+                                                        " was made before job '", s.job(),
+                                                        "' was released; rank again"));
+    }
+  }
   const v1::Candidate* shares = nullptr;
   for (const v1::Candidate& c : candidates.candidates()) {
     if (c.id() == req.candidate()) shares = &c;
@@ -413,6 +445,14 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
   v1::CommitReply reply;
   reply.set_request_id(req.request_id());
   for (const auto& [job, lead] : up_start_us) up_start_us_[job] = lead;
+  for (const StoredPlacement& p : placements) {
+    std::set<std::string>& links = job_links_[p.job];
+    links.clear();
+    if (v1::LinkShares loaded; loaded.ParseFromString(p.links)) {
+      for (const auto& [link, share] : loaded.shares()) links.insert(link);
+    }
+  }
+  for (const auto& [link, capacity] : inputs.capacities_gbps) link_capacity_gbps_[link] = capacity;
   for (const StoredOffset& o : offsets) {
     if (offsets_.count(o.job) == 0) ++placements_;
     offsets_[o.job] = o;
@@ -487,11 +527,7 @@ absl::StatusOr<v1::Snapshot> Service::GetSnapshot(const v1::GetSnapshot& req) co
     if (auto o = offsets_.find(p.job); o != offsets_.end()) *reply.add_offsets() = ToUpdate(o->second);
   }
   for (const std::string& link : links) {
-    std::optional<double> capacity;
-    if (fabric_) {
-      if (std::optional<topology::LinkIndex> l = fabric_->FindLink(link)) capacity = fabric_->link(*l).capacity_gbps;
-    }
-    if (auto it = link_capacity_gbps_.find(link); !capacity && it != link_capacity_gbps_.end()) capacity = it->second;
+    const std::optional<double> capacity = CapacityOf(link);
     if (!capacity) {
       reply.add_links_without_capacity(link);
       for (auto& [job, shares] : *committed.mutable_links()) shares.mutable_shares()->erase(link);
@@ -541,10 +577,19 @@ absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
           (uint64_t{o.shift_us} + (lead != up_start_us_.end() ? lead->second : 0)) % o.period_us);
       const int64_t error = PhaseErrorUs(o.origin_epoch_us, o.period_us, up_shift, update.t0_epoch_us());
       metrics_->Set("phasord_phase_error_us", {{"job", o.job}}, static_cast<double>(error));
-      if (realign_.ShouldRealign(o.job, error, now)) {
+      if (options_.realign && realign_.ShouldRealign(o.job, error, now)) {
+        // A new version: agents re-align on a changed offset only.
+        StoredOffset resent = o;
+        ++resent.version;
+        if (absl::Status s = store_->Commit({}, {resent}, {}); !s.ok()) {
+          spdlog::error("phasord: cannot store the re-sent offset of '{}': {}", o.job, std::string(s.message()));
+          return absl::InternalError(s.message());
+        }
+        it->second = resent;
         metrics_->Increment("phasord_realignments_total", {{"job", o.job}});
-        spdlog::info("phasord: job '{}' is {} us off its slot: re-sending its offset", o.job, error);
-        Publish(o);
+        spdlog::info("phasord: job '{}' is {} us off its slot: re-sending its offset (version {})", o.job, error,
+                     resent.version);
+        Publish(resent);
       }
     }
   } else {
@@ -563,20 +608,54 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
   for (int i = 0; i < req.jobs_size(); ++i) {
     if (req.jobs(i).empty()) return absl::InvalidArgumentError(absl::StrCat("jobs[", i, "]: must not be empty"));
   }
+  const std::set<std::string> named(req.jobs().begin(), req.jobs().end());
+  // The links only released jobs load: their scores, capacities and series go too.
+  std::set<std::string> still_loaded, unloaded;
+  for (const auto& [job, links] : job_links_) {
+    if (!named.contains(job)) still_loaded.insert(links.begin(), links.end());
+  }
+  for (const std::string& job : named) {
+    auto it = job_links_.find(job);
+    if (it == job_links_.end()) continue;
+    for (const std::string& link : it->second) {
+      if (!still_loaded.contains(link)) unloaded.insert(link);
+    }
+  }
+  ReleaseExtras extras;
+  extras.next_ranking_id = next_ranking_id_;
+  extras.job_profile_kind = v1::ProfileUpdate::JOB;
+  extras.unloaded_links.assign(unloaded.begin(), unloaded.end());
   absl::StatusOr<std::vector<std::string>> released =
-      store_->Release(std::vector<std::string>(req.jobs().begin(), req.jobs().end()));
+      store_->Release(std::vector<std::string>(req.jobs().begin(), req.jobs().end()), extras);
   if (!released.ok()) {
     spdlog::error("phasord: release failed: {}", std::string(released.status().message()));
     return absl::InternalError(released.status().message());
   }
   if (!released->empty()) ++placement_version_;
+  // Every named job, placed or not: a ranking made before now may not bring it back.
+  for (const std::string& job : named) release_markers_[job] = next_ranking_id_;
+  const uint64_t oldest_kept = next_ranking_id_ > options_.keep_rankings ? next_ranking_id_ - options_.keep_rankings : 0;
+  std::erase_if(release_markers_, [&](const auto& m) { return m.second <= oldest_kept; });
+  for (const std::string& job : named) {
+    request_profiles_.erase(job);
+    up_start_us_.erase(job);
+    job_profiles_.erase(job);
+    job_links_.erase(job);
+    realign_.Forget(job);
+    metrics_->Remove("phasord_phase_error_us", {{"job", job}});
+    metrics_->Remove("phasord_realignments_total", {{"job", job}});
+  }
+  for (const std::string& link : unloaded) {
+    link_capacity_gbps_.erase(link);
+    for (const char* source : {"commit", "probe"}) {
+      metrics_->Remove("phasord_link_score", {{"link", link}, {"source", source}});
+      metrics_->Remove("phasord_link_excess", {{"link", link}, {"source", source}});
+    }
+  }
   v1::ReleaseReply reply;
   reply.set_request_id(req.request_id());
   for (const std::string& job : *released) {
     if (offsets_.erase(job) > 0 && placements_ > 0) --placements_;
-    request_profiles_.erase(job);
-    up_start_us_.erase(job);
-    realign_.Forget(job);
     reply.add_released(job);
   }
   metrics_->Increment("phasord_released_total", {}, static_cast<double>(released->size()));
@@ -585,10 +664,18 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
   return reply;
 }
 
+std::optional<double> Service::CapacityOf(const std::string& link) const {
+  if (fabric_) {
+    if (std::optional<topology::LinkIndex> l = fabric_->FindLink(link)) return fabric_->link(*l).capacity_gbps;
+  }
+  if (auto it = link_capacity_gbps_.find(link); it != link_capacity_gbps_.end()) return it->second;
+  return std::nullopt;
+}
+
 void Service::ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile) {
-  auto cap = link_capacity_gbps_.find(link);
-  if (cap == link_capacity_gbps_.end() || cap->second <= 0) return;
-  const MeasuredLinkScore measured = ScoreMeasuredLink(profile, cap->second);
+  const std::optional<double> capacity = CapacityOf(link);
+  if (!capacity || *capacity <= 0) return;
+  const MeasuredLinkScore measured = ScoreMeasuredLink(profile, *capacity);
   const LinkScoreSample sample{link, clock_(), measured.score, measured.excess, "probe"};
   if (absl::Status s = store_->AddLinkScore(sample); !s.ok()) {
     spdlog::error("phasord: cannot store link score of '{}': {}", link, std::string(s.message()));

@@ -19,15 +19,23 @@
 // ranking or candidate, ResourceExhausted for a limit, Internal when the
 // database fails. State is written before the call returns OK.
 //
+// Releases prune everything phasord keeps per job (its rows, profiles,
+// closed-loop state and metric series) and per link no placement loads any
+// longer (link scores, capacities, series); a Commit of a ranking made before
+// the release of one of its jobs is refused (FailedPrecondition: rank again).
+//
 // Thread safety: one thread calls every method except Solve, which is a pure
 // function of its PreparedRanking and may run on any thread.
 #ifndef PHASOR_DAEMON_SERVICE_H_
 #define PHASOR_DAEMON_SERVICE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +61,8 @@ Clock SystemClock();
 // service's thread.
 using OffsetPublisher = std::function<void(const v1::OffsetUpdate&)>;
 
+using SteadyTime = std::chrono::steady_clock::time_point;
+
 // A RankRequest checked and resolved, ready to solve.
 struct PreparedRanking {
   uint64_t request_id = 0;
@@ -65,6 +75,10 @@ struct PreparedRanking {
   bool reply_links = true;                          // RankRequest.reply_detail FULL (else ORDER: no links)
   placer::RankLimits limits;                        // the configured limits, deadline included
   placer::RankingPolicyOptions policy;              // the configured ranking_policy, applied after Rank()
+  // Its time, from its arrival: limits.deadline_ms, or the client's wait_ms
+  // when shorter. Past `deadline` it is answered without being solved.
+  uint64_t time_ms = 0;
+  SteadyTime deadline;
 };
 
 // The checks a ProfileUpdate passes before phasord keeps it (and again when a
@@ -80,8 +94,14 @@ class Service {
   static absl::StatusOr<std::unique_ptr<Service>> Open(const DaemonOptions& options, Metrics* metrics,
                                                        Clock clock, OffsetPublisher publish);
 
-  absl::StatusOr<PreparedRanking> PrepareRank(const v1::RankRequest& request);
-  static absl::StatusOr<v1::RankReply> Solve(const PreparedRanking& prepared);
+  // `arrival`: when the request was received (its time runs from there).
+  absl::StatusOr<PreparedRanking> PrepareRank(const v1::RankRequest& request,
+                                              SteadyTime arrival = std::chrono::steady_clock::now());
+  // Ranks within what is left of the request's time at `now`; a request
+  // whose time has passed is ResourceExhausted (deadline_ms, naming how long
+  // it waited) and is not ranked.
+  static absl::StatusOr<v1::RankReply> Solve(const PreparedRanking& prepared,
+                                             SteadyTime now = std::chrono::steady_clock::now());
   // Stores a solved ranking (so that it can be committed) and counts it.
   absl::Status RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply);
   // The reply as the request asked for it (reply_detail), after RecordRanking.
@@ -116,6 +136,8 @@ class Service {
   v1::OffsetUpdate ToUpdate(const StoredOffset& offset) const;
   void Publish(const StoredOffset& offset);
   void ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile);
+  // The capacity phasord knows for a link: the fabric's, else a commit's.
+  std::optional<double> CapacityOf(const std::string& link) const;
 
   DaemonOptions options_;
   Metrics* metrics_;
@@ -138,6 +160,11 @@ class Service {
   // Per committed job, where its Up phase starts after its slot (UpStartUs of
   // the profile it was committed with; closed_loop.h).
   std::map<std::string, uint32_t> up_start_us_;
+  // Per committed job, the links its placement loads.
+  std::map<std::string, std::set<std::string>> job_links_;
+  // job -> the first ranking id made after its latest release: a commit of
+  // an older ranking naming the job is refused. Pruned with the rankings.
+  std::map<std::string, uint64_t> release_markers_;
   size_t placements_ = 0;
   uint64_t placement_version_ = 0;  // as stored (StateStore::PlacementVersion)
 };

@@ -4,7 +4,8 @@
 
 namespace phasor::daemon {
 
-SolverPool::SolverPool(uint32_t threads, std::function<void()> notify) : notify_(std::move(notify)) {
+SolverPool::SolverPool(uint32_t threads, std::function<void()> notify, size_t max_queued)
+    : notify_(std::move(notify)), max_queued_(max_queued) {
   for (uint32_t i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -17,13 +18,15 @@ SolverPool::~SolverPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void SolverPool::Submit(Job job) {
+bool SolverPool::Submit(Job job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= max_queued_) return false;
     queue_.push_back(std::move(job));
     ++pending_;
   }
   cv_.notify_one();
+  return true;
 }
 
 void SolverPool::TakeDone() {

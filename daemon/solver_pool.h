@@ -5,6 +5,10 @@
 //
 // Thread safety: Submit and TakeDone may be called from any thread; the
 // notifier runs on worker threads. The destructor waits for the running jobs.
+//
+// Bounded: at most `max_queued` jobs wait for a worker (jobs running are not
+// counted); Submit refuses one more, so a burst costs its sender an answer
+// at once instead of a queue that grows without end.
 #ifndef PHASOR_DAEMON_SOLVER_POOL_H_
 #define PHASOR_DAEMON_SOLVER_POOL_H_
 
@@ -24,13 +28,15 @@ class SolverPool {
   // (on the taking thread).
   using Job = std::function<std::function<void()>()>;
 
-  // `threads` >= 1 workers; `notify` is called after every finished job.
-  SolverPool(uint32_t threads, std::function<void()> notify);
+  // `threads` >= 1 workers; `notify` is called after every finished job;
+  // `max_queued` >= 1 jobs may wait at once.
+  SolverPool(uint32_t threads, std::function<void()> notify, size_t max_queued = 64);
   ~SolverPool();
   SolverPool(const SolverPool&) = delete;
   SolverPool& operator=(const SolverPool&) = delete;
 
-  void Submit(Job job);
+  // False (and the job dropped) when max_queued jobs already wait.
+  [[nodiscard]] bool Submit(Job job);
   // Runs the completions of every finished job, in finishing order.
   void TakeDone();
   // Jobs submitted and not yet taken.
@@ -40,6 +46,7 @@ class SolverPool {
   void WorkerLoop();
 
   std::function<void()> notify_;
+  size_t max_queued_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +62,7 @@ CREATE TABLE IF NOT EXISTS link_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, li
 CREATE INDEX IF NOT EXISTS link_scores_by_link ON link_scores (link, id);
 CREATE TABLE IF NOT EXISTS committed_profiles (job TEXT PRIMARY KEY, profile BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS committed_links (link TEXT PRIMARY KEY, capacity_gbps REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS releases (job TEXT PRIMARY KEY, next_ranking INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL,
                                        row_key TEXT NOT NULL, reason TEXT NOT NULL, at_epoch_us INTEGER NOT NULL);
 )sql";
@@ -256,6 +258,14 @@ absl::Status StateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
       Statement prune(db_, "DELETE FROM rankings WHERE id <= ?");
       prune.Bind(1, static_cast<int64_t>(r.id - keep));
       prune.Step();
+      // A marker refuses only rankings below it: those at or below the
+      // oldest kept one refuse nothing and go (every 64th ranking: a few
+      // left a while are harmless, and the request path saves a statement).
+      if (r.id % 64 == 0) {
+        Statement markers(db_, "DELETE FROM releases WHERE next_ranking <= ?");
+        markers.Bind(1, static_cast<int64_t>(r.id - keep + 1));
+        markers.Step();
+      }
     }
   }
   return Exec("COMMIT");
@@ -315,13 +325,7 @@ absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
     if (put.Step() != SQLITE_DONE) return fail("store offset");
   }
   for (const LinkScoreSample& s : samples) {
-    Statement put(db_, "INSERT INTO link_scores (link, at_epoch_us, score, excess, source) VALUES (?,?,?,?,?)");
-    put.Bind(1, s.link);
-    put.Bind(2, s.at_epoch_us);
-    put.Bind(3, s.score);
-    put.Bind(4, s.excess);
-    put.Bind(5, s.source);
-    if (put.Step() != SQLITE_DONE) return fail("store link score");
+    if (!InsertLinkScore(s)) return fail("store link score");
   }
   for (const auto& [job, profile] : inputs.profiles) {
     Statement put(db_, "INSERT OR REPLACE INTO committed_profiles (job, profile) VALUES (?,?)");
@@ -336,6 +340,25 @@ absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
     if (put.Step() != SQLITE_DONE) return fail("store committed link");
   }
   return Exec("COMMIT");
+}
+
+bool StateStore::InsertLinkScore(const LinkScoreSample& s) {
+  Statement put(db_, "INSERT INTO link_scores (link, at_epoch_us, score, excess, source) VALUES (?,?,?,?,?)");
+  put.Bind(1, s.link);
+  put.Bind(2, s.at_epoch_us);
+  put.Bind(3, s.score);
+  put.Bind(4, s.excess);
+  put.Bind(5, s.source);
+  if (put.Step() != SQLITE_DONE) return false;
+  if (keep_link_scores_ == 0) return true;
+  // The newest keep_link_scores_ of the link stay (the index on (link, id)
+  // finds the cut without a scan).
+  Statement prune(db_,
+                  "DELETE FROM link_scores WHERE link = ?1 AND id <= (SELECT id FROM link_scores WHERE link = ?1 "
+                  "ORDER BY id DESC LIMIT 1 OFFSET ?2)");
+  prune.Bind(1, s.link);
+  prune.Bind(2, static_cast<int64_t>(keep_link_scores_));
+  return prune.Step() == SQLITE_DONE;
 }
 
 absl::StatusOr<CommittedInputs> StateStore::LoadCommittedInputs() {
@@ -416,27 +439,44 @@ absl::StatusOr<std::vector<StoredProfile>> StateStore::LoadProfiles() {
   return out;
 }
 
-absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<std::string>& jobs) {
+absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<std::string>& jobs,
+                                                             const ReleaseExtras& extras) {
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](const std::string& what) {
+    absl::Status s = Error(what);
+    (void)Exec("ROLLBACK");
+    return s;
+  };
   std::vector<std::string> released;
   for (const std::string& job : jobs) {
     int removed = 0;
     // A job was placed when it had a placement or an offset row; its
-    // committed profile goes with them but does not count.
-    const std::pair<const char*, bool> deletes[] = {{"DELETE FROM placements WHERE job = ?", true},
-                                                    {"DELETE FROM offsets WHERE job = ?", true},
-                                                    {"DELETE FROM committed_profiles WHERE job = ?", false}};
+    // committed profile and latest profile go with them but do not count.
+    const std::pair<const char*, bool> deletes[] = {{"DELETE FROM placements WHERE job = ?1", true},
+                                                    {"DELETE FROM offsets WHERE job = ?1", true},
+                                                    {"DELETE FROM committed_profiles WHERE job = ?1", false},
+                                                    {"DELETE FROM profiles WHERE subject = ?1 AND kind = ?2", false}};
     for (const auto& [sql, counts] : deletes) {
       Statement del(db_, sql);
       del.Bind(1, job);
-      if (del.Step() != SQLITE_DONE) {
-        absl::Status s = Error("release job");
-        (void)Exec("ROLLBACK");
-        return s;
-      }
+      if (std::string_view(sql).find("?2") != std::string_view::npos) del.Bind(2, int64_t{extras.job_profile_kind});
+      if (del.Step() != SQLITE_DONE) return fail("release job");
       if (counts) removed += sqlite3_changes(db_);
     }
     if (removed > 0) released.push_back(job);
+    if (extras.next_ranking_id > 0) {
+      Statement mark(db_, "INSERT OR REPLACE INTO releases (job, next_ranking) VALUES (?,?)");
+      mark.Bind(1, job);
+      mark.Bind(2, static_cast<int64_t>(extras.next_ranking_id));
+      if (mark.Step() != SQLITE_DONE) return fail("release marker");
+    }
+  }
+  for (const std::string& link : extras.unloaded_links) {
+    for (const char* sql : {"DELETE FROM link_scores WHERE link = ?", "DELETE FROM committed_links WHERE link = ?"}) {
+      Statement del(db_, sql);
+      del.Bind(1, link);
+      if (del.Step() != SQLITE_DONE) return fail("release link");
+    }
   }
   if (!released.empty()) {
     Statement bump(db_, kBumpPlacementVersion);
@@ -448,6 +488,14 @@ absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<s
   }
   if (absl::Status s = Exec("COMMIT"); !s.ok()) return s;
   return released;
+}
+
+absl::StatusOr<std::map<std::string, uint64_t>> StateStore::LoadReleaseMarkers() {
+  Statement get(db_, "SELECT job, next_ranking FROM releases");
+  if (!get.ok()) return Error("prepare");
+  std::map<std::string, uint64_t> out;
+  while (get.Step() == SQLITE_ROW) out[get.Text(0)] = static_cast<uint64_t>(get.Int(1));
+  return out;
 }
 
 absl::Status StateStore::AddLinkScore(const LinkScoreSample& s) { return Commit({}, {}, {s}); }

@@ -83,6 +83,18 @@ struct CommittedInputs {
   std::map<std::string, double> capacities_gbps;  // link -> capacity
 };
 
+// What goes with a release beside the jobs' own rows, in its transaction.
+struct ReleaseExtras {
+  // Rankings with an id below this were made before the release: the
+  // released jobs' markers (ReleaseMarkers) refuse their commits. 0: none.
+  uint64_t next_ranking_id = 0;
+  // The `profiles` kind whose subject is a job (phasor.v1.ProfileUpdate.JOB):
+  // a released job's latest profile goes too.
+  int job_profile_kind = 0;
+  // Links no remaining placement loads: their link_scores and committed_links rows go.
+  std::vector<std::string> unloaded_links;
+};
+
 // A stored row that no longer validates (an old version's, or one written by
 // hand): which table, its key, and why.
 struct BadRow {
@@ -129,11 +141,17 @@ class StateStore {
                       const std::vector<LinkScoreSample>& samples,
                       const CommittedInputs& inputs = {});
 
-  // One transaction: removes the jobs' placements, offsets and committed
-  // profiles. Returns the jobs that held a placement or an offset (in the
-  // order given); an unknown job is skipped, not an error. When a job was
-  // released the placement version goes up by one.
-  absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs);
+  // One transaction: removes the jobs' placements, offsets, committed
+  // profiles and latest profiles, and what `extras` names; records a release
+  // marker (extras.next_ranking_id) for every job named. Returns the jobs that
+  // held a placement or an offset (in the order given); an unknown job is
+  // skipped, not an error. When a job was released the placement version
+  // goes up by one.
+  absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs,
+                                                   const ReleaseExtras& extras = {});
+  // job -> the first ranking id made after its latest release, for the
+  // markers still able to refuse a kept ranking (PutRanking prunes the rest).
+  absl::StatusOr<std::map<std::string, uint64_t>> LoadReleaseMarkers();
 
   // How many times the committed placement changed (Commit with placements,
   // Release that released a job) since the database was created; 0 before.
@@ -153,6 +171,9 @@ class StateStore {
   absl::StatusOr<std::vector<StoredProfile>> LoadProfiles();
 
   absl::Status AddLinkScore(const LinkScoreSample& sample);
+  // Keep at most this many samples per link (the newest); 0: all. Applies to
+  // every sample added from now on (AddLinkScore, Commit).
+  void KeepLinkScoresPerLink(uint32_t keep) { keep_link_scores_ = keep; }
   // The newest `limit` samples of `link`, newest first.
   absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit);
 
@@ -176,7 +197,12 @@ class StateStore {
   // Counts a checkpoint's result: `done` on SQLITE_OK, else busy or failed.
   void CountCheckpoint(int rc, std::atomic<uint64_t>& done);
 
+  // Appends one sample (inside the caller's transaction) and drops the
+  // link's samples beyond keep_link_scores_. False on an SQLite error.
+  bool InsertLinkScore(const LinkScoreSample& sample);
+
   sqlite3* db_;
+  uint32_t keep_link_scores_ = 0;
   // The checkpoint thread (absent for a database without a WAL).
   sqlite3* checkpoint_db_ = nullptr;
   uint32_t checkpoint_pages_ = kDefaultCheckpointPages;

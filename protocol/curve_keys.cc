@@ -80,16 +80,38 @@ absl::StatusOr<std::string> ReadKeyFor(absl::string_view field, const std::strin
 
 }  // namespace
 
+absl::StatusOr<std::optional<CurveClientKeys>> LoadCurveClientKeyFiles(const KeyFile& server_public,
+                                                                       const KeyFile& client_public,
+                                                                       const KeyFile& client_secret) {
+  const KeyFile* files[] = {&server_public, &client_public, &client_secret};
+  const KeyFile* given = nullptr;
+  for (const KeyFile* f : files) {
+    if (!f->path.empty()) given = f;
+  }
+  if (given == nullptr) return std::nullopt;
+  for (const KeyFile* f : files) {
+    if (f->path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f->field, ": required with ", given->field, " (CURVE keys: all three files or none)"));
+    }
+  }
+  std::string keys[3];
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::string> key = ReadKeyFor(files[i]->field, files[i]->path);
+    if (!key.ok()) return key.status();
+    keys[i] = *std::move(key);
+  }
+  return CurveClientKeys{keys[0], keys[1], keys[2]};
+}
+
 absl::StatusOr<CurveClientKeys> LoadCurveClientKeys(const std::string& server_key_file,
                                                     const std::string& client_key_prefix,
                                                     absl::string_view server_field, absl::string_view client_field) {
-  absl::StatusOr<std::string> server = ReadKeyFor(server_field, server_key_file);
-  if (!server.ok()) return server.status();
-  absl::StatusOr<std::string> pub = ReadKeyFor(client_field, client_key_prefix + ".pub");
-  if (!pub.ok()) return pub.status();
-  absl::StatusOr<std::string> sec = ReadKeyFor(client_field, client_key_prefix + ".secret");
-  if (!sec.ok()) return sec.status();
-  return CurveClientKeys{*server, *pub, *sec};
+  absl::StatusOr<std::optional<CurveClientKeys>> keys =
+      LoadCurveClientKeyFiles({server_field, server_key_file}, {client_field, client_key_prefix + ".pub"},
+                              {client_field, client_key_prefix + ".secret"});
+  if (!keys.ok()) return keys.status();
+  return **keys;  // the three paths are never empty together
 }
 
 absl::StatusOr<CurveKeyPair> LoadCurveServerKeys(const std::string& secret_key_file, const std::string& public_key_file,

@@ -4,6 +4,7 @@
 #ifndef PHASOR_PROTOCOL_CURVE_KEYS_H_
 #define PHASOR_PROTOCOL_CURVE_KEYS_H_
 
+#include <optional>
 #include <set>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -38,6 +39,22 @@ struct CurveClientKeys {
   std::string client_public_key;
   std::string client_secret_key;
 };
+
+// One key file and the option (or variable) that named it.
+struct KeyFile {
+  absl::string_view field;  // e.g. "phasord_server_public_key_file", "--server-key"
+  std::string path;         // empty: not given
+};
+
+// A client's three key files (phasord's public key, the client's public and
+// secret keys), all or none: nullopt when none is given. InvalidArgument
+// whose message starts with the field: one that is missing while another is
+// given ("f: required with g (CURVE keys: all three files or none)"), or a
+// file that is missing or holds no Z85 key ("f: PATH: ..."). Every CURVE
+// client of phasord loads its keys with this (or LoadCurveClientKeys).
+absl::StatusOr<std::optional<CurveClientKeys>> LoadCurveClientKeyFiles(const KeyFile& server_public,
+                                                                       const KeyFile& client_public,
+                                                                       const KeyFile& client_secret);
 
 // Loads a client's keys: phasord's public key file and the client's pair as
 // `phasor keygen --out PREFIX` writes it (PREFIX.pub, PREFIX.secret).

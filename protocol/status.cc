@@ -23,6 +23,7 @@ absl::StatusCode CanonicalCode(v1::Error::Code code) {
     case v1::Error::TOO_LARGE:
       return absl::StatusCode::kResourceExhausted;
     case v1::Error::UNSUPPORTED_VERSION:
+    case v1::Error::FAILED_PRECONDITION:
       return absl::StatusCode::kFailedPrecondition;
     case v1::Error::UNKNOWN_TYPE:
       return absl::StatusCode::kUnimplemented;
@@ -57,7 +58,7 @@ v1::Error::Code WireCode(const absl::Status& status) {
     case absl::StatusCode::kResourceExhausted:
       return v1::Error::LIMIT_EXCEEDED;
     case absl::StatusCode::kFailedPrecondition:
-      return v1::Error::UNSUPPORTED_VERSION;
+      return v1::Error::FAILED_PRECONDITION;
     case absl::StatusCode::kUnimplemented:
       return v1::Error::UNKNOWN_TYPE;
     case absl::StatusCode::kUnauthenticated:

@@ -7,7 +7,8 @@
 // canonical code:
 //   InvalidArgument <-> INVALID_ARGUMENT   NotFound <-> NOT_FOUND
 //   ResourceExhausted <-> LIMIT_EXCEEDED   Unauthenticated <-> UNAUTHENTICATED
-//   FailedPrecondition <-> UNSUPPORTED_VERSION   Unimplemented <-> UNKNOWN_TYPE
+//   FailedPrecondition <-> FAILED_PRECONDITION   Unimplemented <-> UNKNOWN_TYPE
+//   (UNSUPPORTED_VERSION -> FailedPrecondition; framing.h makes it with its wire code)
 //   anything else -> INTERNAL -> Internal
 // Pure functions; thread-safe.
 #ifndef PHASOR_PROTOCOL_STATUS_H_

@@ -34,6 +34,7 @@ test_packages=(
   python3-setuptools python3-wheel python3-venv python3-pip python3-torch
   clang clang-format libclang-rt-14-dev  # libFuzzer runtime (only a Recommends of clang)
   iproute2  # network namespaces of the live-capture tests
+  openssl  # the extender's TLS test makes its CA and certificates with it
   chromium  # headless: the `phasor diagnose` HTML report's browser check
   prometheus  # a real Prometheus scrapes phasord in prometheus_scrape_test
   # Slurm integration test: a real slurmctld + 8 slurmd (job_submit_lua.so is linked against Lua 5.1)

@@ -2,8 +2,9 @@
 """phasord's closed loop on the testbed, by hand (docs/testbed.md): A and B
 profiled alone and ranked as in `make testbed`, then one `once` run while
 `phasor profile` publishes both jobs' profiles from their rank-1 ports, so
-phasord compares each observed phase (t0_epoch_us) with the job's offset and
-re-sends offsets beyond realign_threshold_us. Prints the offsets, the probe's
+phasord (with `realign: true`; the loop is off by default) compares each
+observed phase (t0_epoch_us) with the job's offset and re-sends offsets beyond
+realign_threshold_us, with a new version, which re-aligns the gates. Prints the offsets, the probe's
 t0, each gate's statistics (which iterations it aligned) and phasord's
 phase-error and re-alignment metrics (served on 127.0.0.1:27290). Root.
 
@@ -38,7 +39,9 @@ def main(build):
     d, jobs = None, []
     try:
         topo = netns.up("pair", prefix)
-        d = testbed.Phasord(os.path.join(build, "cmd/phasord/phasord"), tmp, metrics_listen=METRICS)
+        # The loop is off by default (docs/phasord.md): this run turns it on.
+        d = testbed.Phasord(os.path.join(build, "cmd/phasord/phasord"), tmp, metrics_listen=METRICS,
+                            extra="realign: true\n")
         A, B = testbed.pair_jobs()
         jobs = [A, B]
         testbed.start_jobs(jobs, topo, d, env, tmp)

@@ -106,9 +106,11 @@ class Proc:
 
 class Phasord:
     """phasord on ipc:// endpoints in a temp dir (ipc paths work across network
-    namespaces), stopped by its pid."""
+    namespaces), stopped by its pid. It runs phasord's shipped defaults (no
+    periodic re-publishing, closed loop off: the measured configuration);
+    `extra` adds config lines (closed_loop.py turns the loop on)."""
 
-    def __init__(self, binary, tmp, metrics_listen=""):
+    def __init__(self, binary, tmp, metrics_listen="", extra=""):
         self.dir = os.path.join(tmp, "phasord")
         os.makedirs(self.dir)
         self.requests = "ipc://%s/requests" % self.dir
@@ -116,12 +118,11 @@ class Phasord:
         self.offsets = "ipc://%s/offsets" % self.dir
         config = os.path.join(self.dir, "phasord.yaml")
         with open(config, "w") as f:
-            # republish 0: a re-sent offset re-aligns a `once` gate, so only
-            # commits move the jobs here.
+            # The shipped defaults otherwise: only commits move the jobs here.
             f.write("request_endpoint: %s\nprofile_endpoint: %s\noffset_endpoint: %s\n"
-                    "metrics_listen: '%s'\nallow_plain: true\nlog_level: warn\nrepublish_interval_ms: 0\n"
-                    "state_path: %s/state.db\n" % (self.requests, self.profiles, self.offsets, metrics_listen,
-                                                   self.dir))
+                    "metrics_listen: '%s'\nallow_plain: true\nlog_level: warn\n"
+                    "state_path: %s/state.db\n%s" % (self.requests, self.profiles, self.offsets, metrics_listen,
+                                                     self.dir, extra))
         ready = os.path.join(self.dir, "ready.json")
         self.proc = subprocess.Popen([binary, "--config", config, "--ready-file", ready])
         deadline = time.time() + 15

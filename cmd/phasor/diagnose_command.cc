@@ -81,18 +81,9 @@ Loaded FromPhasord(const DiagnoseFlags& f) {
   client::ClientOptions o;
   o.endpoint = f.phasord;
   o.timeout_ms = f.timeout_ms;
-  const int keys = !f.curve_server_public.empty() + !f.curve_client_public.empty() +
-                   !f.curve_client_secret.empty();
-  if (keys != 0 && keys != 3) {
-    FailDiagnose(kExitBadInput,
-         "--curve-server-public, --curve-client-public, --curve-client-secret: give all three "
-         "or none");
-  }
-  if (keys == 3) {
-    o.curve = client::CurveClientKeys{ValueOrFail(protocol::ReadKeyFile(f.curve_server_public)),
-                                      ValueOrFail(protocol::ReadKeyFile(f.curve_client_public)),
-                                      ValueOrFail(protocol::ReadKeyFile(f.curve_client_secret))};
-  }
+  o.curve = ValueOrFail(protocol::LoadCurveClientKeyFiles({"--curve-server-public", f.curve_server_public},
+                                                          {"--curve-client-public", f.curve_client_public},
+                                                          {"--curve-client-secret", f.curve_client_secret}));
   std::unique_ptr<client::Client> c = ValueOrFail(client::Client::Connect(o));
   absl::StatusOr<v1::Snapshot> snapshot = c->GetSnapshot();
   if (!snapshot.ok()) FailDiagnose(kExitFailure, std::string(snapshot.status().message()));

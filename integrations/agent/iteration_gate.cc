@@ -69,10 +69,24 @@ void IterationGate::SendGetOffset() {
   last_request_us_ = options_.now_epoch_us();
 }
 
+namespace {
+
+// The same slots: origin + shift + n * period for the same period.
+bool SameSlotGrid(const v1::OffsetUpdate& a, const v1::OffsetUpdate& b) {
+  if (a.period_us() != b.period_us() || a.period_us() == 0) return false;
+  const int64_t period = a.period_us();
+  const int64_t d = (a.origin_epoch_us() + a.shift_us()) - (b.origin_epoch_us() + b.shift_us());
+  return d % period == 0;
+}
+
+}  // namespace
+
 void IterationGate::Accept(const v1::OffsetUpdate& update) {
-  // Any offset phasord sends (new, changed, or re-sent by its closed loop)
-  // re-aligns the next iteration; an older version never replaces a newer one.
+  // An older version never replaces a newer one, and the offset in force
+  // heard again (re-published, answering GetOffset) is no reason to wait:
+  // only a newer version or another slot grid re-aligns.
   if (offset_ && update.version() < offset_->version()) return;
+  if (offset_ && update.version() == offset_->version() && SameSlotGrid(update, *offset_)) return;
   offset_ = update;
   offset_->set_request_id(0);
   need_align_ = true;

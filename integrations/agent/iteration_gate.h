@@ -3,9 +3,12 @@
 // OffsetSubscriber (published OffsetUpdates, and GetOffset so that a late
 // joiner is never lost), and holds the iteration
 // until the job's next slot origin + shift + n * period:
-//   - once: only the first iteration after an offset arrives (or changes, or
-//     is re-sent by phasord's closed loop) waits; then the job runs free
-//     (Cassini's behaviour);
+//   - once: only the first iteration after an offset arrives or changes waits;
+//     then the job runs free (Cassini's behaviour). A changed offset is a
+//     newer version (phasord's closed loop re-sends a drifting job's offset
+//     with a new version) or another slot grid; the same offset heard again
+//     (re-published, a GetOffset answer, the one from the environment)
+//     changes nothing and costs no wait;
 //   - pace: every iteration waits for its slot, so drift never accumulates
 //     (set the period slightly above the job's natural one). Re-slot (the
 //     simulator's SimJob::pace_reslot rule, docs/agents.md): when more than
@@ -91,6 +94,9 @@ class IterationGate {
   void SendGetOffset();
   // Reads whatever arrived, waiting up to timeout_ms for the first message.
   void Drain(int timeout_ms);
+  // Takes an update: an older version is dropped, the same version on the
+  // same slot grid is a repeat (nothing changes), anything else is the new
+  // offset in force and re-aligns the next iteration.
   void Accept(const phasor::v1::OffsetUpdate& update);
 
   IterationGateOptions options_;

@@ -119,6 +119,8 @@ absl::Status Client::Call(MessageType type, google::protobuf::Message& request, 
 }
 
 absl::StatusOr<v1::RankReply> Client::Rank(v1::RankRequest request) {
+  // phasord stops working on it when this call stops waiting for it.
+  if (request.wait_ms() == 0 && options_.timeout_ms > 0) request.set_wait_ms(static_cast<uint32_t>(options_.timeout_ms));
   v1::RankReply reply;
   if (absl::Status s = Call(MessageType::kRankRequest, request, MessageType::kRankReply, reply); !s.ok()) return s;
   return reply;

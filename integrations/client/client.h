@@ -69,6 +69,8 @@ class Client {
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options,
                                                          zmq::context_t* context = nullptr);
 
+  // Both set RankRequest.wait_ms to timeout_ms (unless the request sets it),
+  // so phasord does not solve a request this call has stopped waiting for.
   absl::StatusOr<RankResult> Rank(const placer::RankRequest& request);
   absl::StatusOr<phasor::v1::RankReply> Rank(phasor::v1::RankRequest request);
   absl::StatusOr<phasor::v1::CommitReply> Commit(uint64_t ranking_id, const std::string& candidate);

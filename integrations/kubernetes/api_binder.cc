@@ -6,7 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "httplib.h"
+#include "integrations/kubernetes/api_server_client.h"
+#include "integrations/kubernetes/k8s_names.h"
 #include "nlohmann/json.hpp"
 
 namespace phasor::kubernetes {
@@ -21,36 +22,57 @@ std::string BindingBody(const ExtenderBindingArgs& args) {
       .dump();
 }
 
-absl::StatusOr<BindFunction> MakeApiServerBinder(ApiServerOptions options) {
-  if (!absl::StartsWith(options.url, "https://") && !absl::StartsWith(options.url, "http://")) {
-    return absl::InvalidArgumentError(absl::StrCat("api_server: must start with https:// or http://, got '",
-                                                   options.url, "'"));
+absl::Status CheckApiServerUrl(const std::string& url) {
+  absl::string_view rest = url;
+  if (!absl::ConsumePrefix(&rest, "https://") && !absl::ConsumePrefix(&rest, "http://")) {
+    return absl::InvalidArgumentError(absl::StrCat("api_server: must start with https:// or http://, got '", url, "'"));
   }
+  while (absl::ConsumeSuffix(&rest, "/")) {
+  }
+  if (rest.empty() || rest.find('/') != absl::string_view::npos || rest.find('?') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("api_server: must be http(s)://host[:port] without a path, got '", url, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ApiServerClient> MakeApiServerClient(const ApiServerOptions& options, int read_timeout_ms) {
+  if (absl::Status s = CheckApiServerUrl(options.url); !s.ok()) return s;
+  std::string url = options.url;
+  while (absl::EndsWith(url, "/")) url.pop_back();
+  ApiServerClient c;
+  c.client = std::make_unique<httplib::Client>(url);
+  if (!c.client->is_valid()) return absl::InvalidArgumentError(absl::StrCat("api_server: bad url '", url, "'"));
+  auto set = [](int ms, auto setter) { setter(ms / 1000, (ms % 1000) * 1000); };
+  set(options.timeout_ms, [&](time_t s, time_t us) { c.client->set_connection_timeout(s, us); });
+  set(options.timeout_ms, [&](time_t s, time_t us) { c.client->set_write_timeout(s, us); });
+  set(read_timeout_ms, [&](time_t s, time_t us) { c.client->set_read_timeout(s, us); });
+  if (absl::StartsWith(url, "https://") && !options.ca_file.empty()) c.client->set_ca_cert_path(options.ca_file.c_str());
+  if (!options.token_file.empty()) {
+    std::ifstream in(options.token_file);
+    if (!in) return absl::UnavailableError(absl::StrCat("api_token_file: cannot read '", options.token_file, "'"));
+    std::stringstream token;
+    token << in.rdbuf();
+    c.headers.emplace("Authorization", absl::StrCat("Bearer ", absl::StripAsciiWhitespace(token.str())));
+  }
+  return c;
+}
+
+absl::StatusOr<BindFunction> MakeApiServerBinder(ApiServerOptions options) {
+  if (absl::Status s = CheckApiServerUrl(options.url); !s.ok()) return s;
   if (options.timeout_ms < 1) return absl::InvalidArgumentError("api_timeout_ms: must be > 0");
-  while (absl::EndsWith(options.url, "/")) options.url.pop_back();
   return BindFunction([options](const ExtenderBindingArgs& args) -> absl::Status {
-    httplib::Client client(options.url);
-    if (!client.is_valid()) return absl::InvalidArgumentError(absl::StrCat("api_server: bad url '", options.url, "'"));
-    const auto timeout_s = options.timeout_ms / 1000;
-    const auto timeout_us = (options.timeout_ms % 1000) * 1000;
-    client.set_connection_timeout(timeout_s, timeout_us);
-    client.set_read_timeout(timeout_s, timeout_us);
-    client.set_write_timeout(timeout_s, timeout_us);
-    if (absl::StartsWith(options.url, "https://") && !options.ca_file.empty()) {
-      client.set_ca_cert_path(options.ca_file.c_str());
+    // Kubernetes names only, each escaped as one path segment: nothing in a
+    // name can leave the pod's own binding path.
+    for (const absl::Status& s : {CheckNamespace("PodNamespace", args.pod_namespace),
+                                  CheckObjectName("PodName", args.pod_name), CheckObjectName("Node", args.node)}) {
+      if (!s.ok()) return s;
     }
-    httplib::Headers headers;
-    if (!options.token_file.empty()) {
-      std::ifstream in(options.token_file);
-      if (!in) return absl::UnavailableError(absl::StrCat("token_file: cannot read '", options.token_file, "'"));
-      std::stringstream token;
-      token << in.rdbuf();
-      headers.emplace("Authorization",
-                      absl::StrCat("Bearer ", absl::StripAsciiWhitespace(token.str())));
-    }
-    const std::string path =
-        absl::StrCat("/api/v1/namespaces/", args.pod_namespace, "/pods/", args.pod_name, "/binding");
-    httplib::Result res = client.Post(path.c_str(), headers, BindingBody(args), "application/json");
+    absl::StatusOr<ApiServerClient> api = MakeApiServerClient(options, options.timeout_ms);
+    if (!api.ok()) return api.status();
+    const std::string path = absl::StrCat("/api/v1/namespaces/", EscapePathSegment(args.pod_namespace), "/pods/",
+                                          EscapePathSegment(args.pod_name), "/binding");
+    httplib::Result res = api->client->Post(path.c_str(), api->headers, BindingBody(args), "application/json");
     if (!res) {
       return absl::UnavailableError(absl::StrCat("api server ", options.url, ": ", httplib::to_string(res.error())));
     }

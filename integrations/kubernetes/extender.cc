@@ -6,10 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "integrations/client/running_jobs.h"
+#include "integrations/kubernetes/k8s_names.h"
+#include "models/model_catalog.h"
 #include "placer/rank_json.h"
 #include "placer/traffic_profile.h"
 #include "protocol/convert.h"
-#include "models/model_catalog.h"
 #include "spdlog/spdlog.h"
 #include "topology/topology_yaml.h"
 
@@ -27,9 +29,19 @@ absl::Status BadOption(absl::string_view option, absl::string_view what) {
 absl::Status ValidateOptions(const ExtenderOptions& o) {
   if (o.phasord_endpoint.empty()) return BadOption("phasord_endpoint", "required");
   if (o.topology_path.empty()) return BadOption("topology_path", "required");
-  if (o.phasord_timeout_ms < 1 || o.phasord_timeout_ms > 2000) {
-    return BadOption("phasord_timeout_ms", "must be in 1..2000 (two calls must fit the scheduler's 5 s)");
+  if (o.http_timeout_ms < 2 + kTimeoutMarginMs) {
+    return BadOption("http_timeout_ms", absl::StrCat("must be at least ", 2 + kTimeoutMarginMs));
   }
+  if (o.phasord_timeout_ms < 1 || o.phasord_timeout_ms > 2000) {
+    return BadOption("phasord_timeout_ms", "must be in 1..2000");
+  }
+  if (2 * o.phasord_timeout_ms + kTimeoutMarginMs > o.http_timeout_ms) {
+    return BadOption("phasord_timeout_ms",
+                     absl::StrCat("2 x ", o.phasord_timeout_ms, " ms (a plan's snapshot and rank) + ", kTimeoutMarginMs,
+                                  " ms must fit http_timeout_ms (", o.http_timeout_ms,
+                                  " ms, the scheduler's httpTimeout)"));
+  }
+  if (o.lifecycle_timeout_ms < 1) return BadOption("lifecycle_timeout_ms", "must be > 0");
   if (o.retry_after_ms < 0) return BadOption("retry_after_ms", "must be >= 0");
   if (o.max_candidates < 1 || o.max_candidates > 256) return BadOption("max_candidates", "must be in 1..256");
   if (o.plan_ttl_ms < 1) return BadOption("plan_ttl_ms", "must be > 0");
@@ -44,12 +56,40 @@ int64_t SteadyMs() {
       .count();
 }
 
+// The plan's nodes not yet taken by one of its pods.
+std::set<std::string> OpenNodes(const JobPlan& plan) {
+  std::set<std::string> open(plan.nodes.begin(), plan.nodes.end());
+  for (const auto& [pod, node] : plan.bound) open.erase(node);
+  return open;
+}
+
+// The servers of the chosen candidate of a plan.
+const std::vector<std::string>* ChosenServers(const JobPlan& plan) {
+  for (const placer::Candidate& c : plan.request.candidates) {
+    if (c.id != plan.candidate) continue;
+    auto it = c.servers.find(plan.job);
+    if (it != c.servers.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+// A job phasord holds that the extender placed: "<namespace>/<group>" (the
+// ids of no other integration have that form: Slurm's are numbers).
+bool IsExtenderJobId(const std::string& id) {
+  const size_t slash = id.find('/');
+  if (slash == std::string::npos || slash + 1 >= id.size()) return false;
+  if (id.find('/', slash + 1) != std::string::npos) return false;
+  return IsDns1123Label(absl::string_view(id).substr(0, slash));
+}
+
+bool PhasordUnreachable(const absl::Status& s) { return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s); }
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Extender>> Extender::Create(ExtenderOptions options, BindFunction bind,
                                                            ClockMs clock) {
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
-  if (!bind) return BadOption("bind", "a bind function is required");
+  if (options.bind_verb && !bind) return BadOption("bind", "a bind function is required with bind_verb");
   absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyYaml(options.topology_path);
   if (!fabric.ok()) {
     return absl::Status(fabric.status().code(), absl::StrCat("topology_path: ", fabric.status().message()));
@@ -82,18 +122,33 @@ Extender::Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, to
     if (added) leaf_ids_.push_back(leaf);
     leaf_of_server_.push_back(it->second);
   }
+  lifecycle_ = std::thread([this] { LifecycleLoop(); });
 }
 
-absl::Status Extender::EnsureClient() {
-  if (client_) return absl::OkStatus();
+Extender::~Extender() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  lifecycle_.join();
+}
+
+absl::StatusOr<std::unique_ptr<client::Client>> Extender::Connect(int timeout_ms) {
   client::ClientOptions o;
   o.endpoint = options_.phasord_endpoint;
-  o.timeout_ms = options_.phasord_timeout_ms;
+  o.timeout_ms = timeout_ms;
   o.curve = options_.curve;
-  absl::StatusOr<std::unique_ptr<client::Client>> c = client::Client::Connect(o);
-  if (!c.ok()) return c.status();
-  client_ = *std::move(c);
-  return absl::OkStatus();
+  return client::Client::Connect(o, &context_);
+}
+
+absl::StatusOr<std::unique_ptr<client::Client>> Extender::TakeClientLocked(int timeout_ms) {
+  if (!idle_clients_.empty()) {
+    std::unique_ptr<client::Client> c = std::move(idle_clients_.back());
+    idle_clients_.pop_back();
+    return c;
+  }
+  return Connect(timeout_ms);
 }
 
 std::vector<Extender::Offered> Extender::OfferedNodes(const ExtenderArgs& args) const {
@@ -114,7 +169,7 @@ std::vector<Extender::Offered> Extender::OfferedNodes(const ExtenderArgs& args) 
   return out;
 }
 
-void Extender::Track(const Pod& pod, const PodJob& job) {
+void Extender::TrackLocked(const Pod& pod, const PodJob& job) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   const int64_t now = clock_();
   auto it = pods_.find(key);
@@ -130,11 +185,11 @@ void Extender::Track(const Pod& pod, const PodJob& job) {
   pods_[key] = {job.key, job.pods, now};
 }
 
-void Extender::Expire() {
+void Extender::ExpireLocked() {
   const int64_t now = clock_();
   for (auto it = plans_.begin(); it != plans_.end();) {
     if (now - it->second.created_ms >= options_.plan_ttl_ms) {
-      spdlog::info("phasor-k8s-extender: plan of job {} expired ({} of {} pods bound)", it->first,
+      spdlog::info("phasor-k8s-extender: plan of job {} expired ({} of {} pods placed)", it->first,
                    it->second.bound.size(), it->second.pods);
       ++stats_.plans_expired;
       it = plans_.erase(it);
@@ -181,38 +236,12 @@ absl::StatusOr<std::optional<placer::TrafficProfile>> Extender::ProfileOf(const 
   return std::optional<placer::TrafficProfile>();
 }
 
-absl::StatusOr<std::map<std::string, std::map<std::string, double>>> Extender::AddRunningJobs(
-    placer::RankRequest& request, const std::string& new_job) {
-  absl::StatusOr<v1::Snapshot> snapshot = client_->GetSnapshot();
-  if (!snapshot.ok()) return snapshot.status();
-  absl::StatusOr<placer::RankRequest> placement = protocol::FromProto(snapshot->placement());
-  if (!placement.ok()) return placement.status();
-  std::map<std::string, uint32_t> shifts;
-  for (const v1::OffsetUpdate& o : snapshot->offsets()) shifts[o.job()] = o.shift_us();
-  std::map<std::string, std::map<std::string, double>> shares;
-  const placer::Candidate* committed = placement->candidates.empty() ? nullptr : &placement->candidates[0];
-  for (placer::Job& j : placement->jobs) {
-    if (j.id == new_job || committed == nullptr) continue;
-    auto links = committed->links.find(j.id);
-    if (links == committed->links.end()) continue;
-    if (auto s = shifts.find(j.id); s != shifts.end() && j.profile.period_us > 0) {
-      j.pinned_shift_us = s->second % j.profile.period_us;
-    }
-    shares[j.id] = links->second;
-    request.jobs.push_back(std::move(j));
-  }
-  request.links = std::move(placement->links);
-  return shares;
-}
-
-absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, const std::vector<Offered>& offered) {
+absl::StatusOr<Extender::PlanInputs> Extender::PlanInputsLocked(const Pod& pod, const PodJob& job,
+                                                                const std::vector<Offered>& offered) {
   // Servers held by other jobs' plans are not offered again.
   std::set<std::string> reserved;
   for (const auto& [key, plan] : plans_) {
-    for (const placer::Candidate& c : plan.request.candidates) {
-      if (c.id != plan.candidate) continue;
-      for (const std::string& s : c.servers.at(plan.job)) reserved.insert(s);
-    }
+    if (const std::vector<std::string>* servers = ChosenServers(plan)) reserved.insert(servers->begin(), servers->end());
   }
   // The free offered servers in fabric order (by index: the offered list is
   // the scheduler's, 1,000 nodes and more).
@@ -275,104 +304,137 @@ absl::StatusOr<JobPlan> Extender::MakePlan(const Pod& pod, const PodJob& job, co
     propose(std::move(servers));
   }
 
-  if (absl::Status s = EnsureClient(); !s.ok()) return s;
+  PlanInputs in;
+  in.job = job;
+  in.proposals = std::move(proposals);
+  in.profile = *std::move(profile);
+  return in;
+}
+
+absl::StatusOr<JobPlan> Extender::RankPlan(const PlanInputs& in, client::Client& phasord) {
   JobPlan plan;
-  plan.job = job.key;
-  plan.pods = job.pods;
+  plan.job = in.job.key;
+  plan.pods = in.job.pods;
   plan.created_ms = clock_();
   plan.request.options = options_.rank;
-  absl::StatusOr<std::map<std::string, std::map<std::string, double>>> running =
-      AddRunningJobs(plan.request, job.key);
+  plan.profile_from_phasord = !in.profile.has_value();
+  // The running jobs (phasord's committed placement) pinned at their shifts,
+  // their link shares once, in the request's running part.
+  absl::StatusOr<v1::Snapshot> snapshot = phasord.GetSnapshot();
+  if (!snapshot.ok()) return snapshot.status();
+  absl::StatusOr<std::vector<client::RunningJob>> running =
+      client::RunningJobsOfSnapshot(*snapshot, plan.request.links);
   if (!running.ok()) return running.status();
-  placer::Job new_job{job.key, profile->value_or(placer::TrafficProfile{}), std::nullopt};
-  plan.request.jobs.push_back(new_job);
-  // The running jobs' shares go once, in the request's running part; each
-  // candidate names the new job's servers only.
-  plan.request.running.links = *std::move(running);
-  for (size_t i = 0; i < proposals.size(); ++i) {
+  client::AddRunningJobs(*running, plan.request, in.job.key);
+  plan.request.jobs.push_back({in.job.key, in.profile.value_or(placer::TrafficProfile{}), std::nullopt});
+  for (size_t i = 0; i < in.proposals.size(); ++i) {
     placer::Candidate c;
     c.id = absl::StrCat("c", i);
-    c.servers[job.key] = proposals[i];
+    c.servers[in.job.key] = in.proposals[i];
     plan.request.candidates.push_back(std::move(c));
   }
   v1::RankRequest wire = protocol::ToProto(plan.request);
-  if (!profile->has_value()) {
+  if (plan.profile_from_phasord) {
     for (v1::Job& j : *wire.mutable_jobs()) {
-      if (j.id() == job.key) j.clear_profile();
+      if (j.id() == in.job.key) j.clear_profile();
     }
   }
   // The plan reads the order only (the links' scores stay in phasord for the commit).
   wire.set_reply_detail(v1::RankRequest::ORDER);
-  const uint64_t rank_request_bytes = wire.ByteSizeLong();
-  absl::StatusOr<v1::RankReply> reply = client_->Rank(std::move(wire));
+  plan.rank_request_bytes = wire.ByteSizeLong();
+  absl::StatusOr<v1::RankReply> reply = phasord.Rank(std::move(wire));
   if (!reply.ok()) return reply.status();
   if (reply->ranked_size() == 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("job ", job.key, ": phasord ranked no candidate",
+        absl::StrCat("job ", in.job.key, ": phasord ranked no candidate",
                      reply->rejected_size() > 0 ? absl::StrCat(" (", reply->rejected(0).reason(), ")") : ""));
   }
   plan.ranking_id = reply->ranking_id();
   plan.candidate = reply->ranked(0).candidate();
   // The plan keeps the long form (`phasor rank` input, the re-rank of a
   // commit): every candidate with the running jobs' shares, as ranked.
-  plan.rank_request_bytes = rank_request_bytes;
   placer::MoveRunningIntoCandidates(plan.request);
-  for (const placer::Candidate& c : plan.request.candidates) {
-    if (c.id != plan.candidate) continue;
-    for (const std::string& s : c.servers.at(job.key)) plan.nodes.push_back(node_by_server_[s]);
-  }
   return plan;
 }
 
-const JobPlan* Extender::PlanFor(const Pod& pod, const std::vector<Offered>& offered) {
-  Expire();
+std::optional<Extender::Steer> Extender::SteerFor(const Pod& pod, const std::vector<Offered>& offered) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ExpireLocked();
   absl::StatusOr<std::optional<PodJob>> job = JobOfPod(pod, options_.groups);
   if (!job.ok()) {
     spdlog::warn("phasor-k8s-extender: pod {}/{}: {}", pod.namespace_, pod.name, std::string(job.status().message()));
-    return nullptr;
+    return std::nullopt;
   }
-  if (!job->has_value()) return nullptr;
-  Track(pod, **job);
-  const std::string& key = (*job)->key;
-  if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
-  if (failed_until_ms_.contains(key)) return nullptr;
+  if (!job->has_value()) return std::nullopt;
+  TrackLocked(pod, **job);
+  const std::string key = (*job)->key;
+  // Another call plans this job now: wait for it (the lock is let go
+  // meanwhile), within what this call may spend on a plan itself.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(2 * options_.phasord_timeout_ms);
+  while (planning_.contains(key)) {
+    if (planned_.wait_until(lock, give_up) == std::cv_status::timeout && planning_.contains(key)) return std::nullopt;
+  }
+  if (auto it = plans_.find(key); it != plans_.end()) return Steer{key, OpenNodes(it->second)};
+  if (failed_until_ms_.contains(key) || committed_.contains(key)) return std::nullopt;
   if (plans_.size() >= options_.max_plans) {
     ++stats_.plans_refused;
-    return nullptr;
+    return std::nullopt;
   }
-  absl::StatusOr<JobPlan> plan = MakePlan(pod, **job, offered);
+  absl::StatusOr<PlanInputs> inputs = PlanInputsLocked(pod, **job, offered);
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord =
+      inputs.ok() ? TakeClientLocked(options_.phasord_timeout_ms) : inputs.status();
+  absl::StatusOr<JobPlan> plan = phasord.ok() ? absl::StatusOr<JobPlan>(absl::UnknownError("")) : phasord.status();
+  if (phasord.ok()) {
+    planning_.insert(key);
+    lock.unlock();
+    plan = RankPlan(*inputs, **phasord);  // phasord's two calls, without the lock
+    lock.lock();
+    planning_.erase(key);
+    planned_.notify_all();
+    // A socket that timed out may hold a late reply: a fresh one next time.
+    if (!PhasordUnreachable(plan.status())) idle_clients_.push_back(*std::move(phasord));
+  }
   if (!plan.ok()) {
-    const bool phasord = absl::IsUnavailable(plan.status()) || absl::IsDeadlineExceeded(plan.status());
-    ++(phasord ? stats_.plan_failures : stats_.plans_refused);
-    if (phasord) client_.reset();  // a fresh socket next time: no queue of stale requests
+    const bool unreachable = PhasordUnreachable(plan.status());
+    ++(unreachable ? stats_.plan_failures : stats_.plans_refused);
     spdlog::warn("phasor-k8s-extender: no plan for job {}: {}", key, std::string(plan.status().message()));
     failed_until_ms_[key] = clock_() + options_.retry_after_ms;
-    return nullptr;
+    return std::nullopt;
   }
+  // Another job's plan may have taken one of these servers while the lock
+  // was let go: this plan is dropped and the job planned again next call.
+  const std::vector<std::string>* chosen = ChosenServers(*plan);
+  if (chosen != nullptr) {
+    for (const auto& [other, other_plan] : plans_) {
+      const std::vector<std::string>* taken = ChosenServers(other_plan);
+      if (taken == nullptr) continue;
+      for (const std::string& s : *chosen) {
+        if (std::find(taken->begin(), taken->end(), s) == taken->end()) continue;
+        ++stats_.plans_conflicted;
+        spdlog::info("phasor-k8s-extender: plan of job {} dropped: server {} went to job {} meanwhile", key, s, other);
+        return std::nullopt;
+      }
+    }
+    for (const std::string& s : *chosen) plan->nodes.push_back(node_by_server_[s]);
+  }
+  if (plans_.size() >= options_.max_plans || committed_.contains(key)) return std::nullopt;
   ++stats_.plans;
   spdlog::info("phasor-k8s-extender: job {} planned on {} (ranking {}, {})", key, absl::StrJoin(plan->nodes, ","),
                plan->ranking_id, plan->candidate);
-  return &(plans_[key] = *std::move(plan));
+  JobPlan& stored = plans_[key] = *std::move(plan);
+  return Steer{key, OpenNodes(stored)};
 }
-
-namespace {
-// The plan's nodes not yet taken by one of its pods.
-std::set<std::string> OpenNodes(const JobPlan& plan) {
-  std::set<std::string> open(plan.nodes.begin(), plan.nodes.end());
-  for (const auto& [pod, node] : plan.bound) open.erase(node);
-  return open;
-}
-}  // namespace
 
 ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
-  std::lock_guard<std::mutex> lock(mu_);
   ExtenderFilterResult result;
-  const JobPlan* plan = PlanFor(args.pod, OfferedNodes(args));
-  if (plan == nullptr) ++stats_.neutral_answers;
+  const std::optional<Steer> steer = SteerFor(args.pod, OfferedNodes(args));
+  if (!steer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.neutral_answers;
+  }
   std::set<std::string> keep;
-  if (plan != nullptr && options_.filter_to_plan) {
-    std::set<std::string> open = OpenNodes(*plan);
-    auto offered = [&](const std::string& n) { return open.contains(n); };
+  if (steer && options_.filter_to_plan) {
+    auto offered = [&](const std::string& n) { return steer->open.contains(n); };
     if (args.node_names) {
       for (const std::string& n : *args.node_names) if (offered(n)) keep.insert(n);
     } else {
@@ -381,7 +443,7 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   }
   // Without a plan to honour (or none of its nodes offered), every node passes.
   const bool all = keep.empty();
-  const std::string reason = plan ? absl::StrCat("phasor: not in the plan of job ", plan->job) : "";
+  const std::string reason = steer ? absl::StrCat("phasor: not in the plan of job ", steer->job) : "";
   if (args.node_names) {
     result.node_names.emplace();
     for (const std::string& n : *args.node_names) {
@@ -406,90 +468,316 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
 }
 
 HostPriorityList Extender::Prioritize(const ExtenderArgs& args) {
-  std::lock_guard<std::mutex> lock(mu_);
   const std::vector<Offered> offered = OfferedNodes(args);
-  const JobPlan* plan = PlanFor(args.pod, offered);
-  if (plan == nullptr) ++stats_.neutral_answers;
-  const std::set<std::string> open = plan ? OpenNodes(*plan) : std::set<std::string>();
+  const std::optional<Steer> steer = SteerFor(args.pod, offered);
+  if (!steer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.neutral_answers;
+  }
   HostPriorityList out;
   out.reserve(offered.size());
   for (const Offered& o : offered) {
-    out.push_back({o.node, open.contains(o.node) ? kMaxExtenderPriority : kMinExtenderPriority});
+    out.push_back({o.node, steer && steer->open.contains(o.node) ? kMaxExtenderPriority : kMinExtenderPriority});
   }
   return out;
 }
 
 ExtenderBindingResult Extender::Bind(const ExtenderBindingArgs& args) {
-  // The API server call is made outside the lock (it may be slow).
-  if (absl::Status s = bind_(args); !s.ok()) {
+  auto refuse = [this](std::string why) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.bind_failures;
-    return {absl::StrCat("bind ", args.pod_namespace, "/", args.pod_name, " to ", args.node, ": ", s.message())};
+    return ExtenderBindingResult{std::move(why)};
+  };
+  if (!options_.bind_verb) {
+    return refuse("bind: the bind verb is off (bind_verb: false): the scheduler's own binder binds pods");
+  }
+  // Nothing that is not a Kubernetes name goes into the API server's URL.
+  for (const absl::Status& s :
+       {CheckNamespace("PodNamespace", args.pod_namespace), CheckObjectName("PodName", args.pod_name),
+        CheckObjectName("Node", args.node)}) {
+    if (!s.ok()) return refuse(absl::StrCat("bind: ", s.message()));
+  }
+  // The API server call is made outside the lock (it may be slow).
+  if (absl::Status s = bind_(args); !s.ok()) {
+    return refuse(absl::StrCat("bind ", args.pod_namespace, "/", args.pod_name, " to ", args.node, ": ", s.message()));
   }
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.binds;
   auto tracked = pods_.find(args.pod_uid);
   if (tracked == pods_.end()) tracked = pods_.find(absl::StrCat(args.pod_namespace, "/", args.pod_name));
-  if (tracked == pods_.end()) return {};
-  auto plan = plans_.find(tracked->second.job);
-  if (plan == plans_.end()) return {};
-  plan->second.bound[tracked->first] = args.node;
-  if (plan->second.bound.size() >= plan->second.pods) {
-    Commit(plan->second);
-    plans_.erase(plan);
-  }
+  if (tracked != pods_.end()) RecordPlacedLocked(tracked->second.job, tracked->first, args.node);
   return {};
 }
 
-void Extender::Commit(JobPlan& plan) {
+void Extender::RecordPlacedLocked(const std::string& job, const std::string& pod_key, const std::string& node) {
+  auto plan = plans_.find(job);
+  if (plan == plans_.end()) return;
+  plan->second.bound[pod_key] = node;
+  if (plan->second.bound.size() < plan->second.pods) return;
+  Task commit;
+  commit.kind = Task::kCommit;
+  commit.plan = std::move(plan->second);
+  plans_.erase(plan);
+  CommittedJob& placed = committed_[job];
+  for (const auto& [pod, on] : commit.plan.bound) placed.pods.insert(pod);
+  QueueLocked(std::move(commit));
+}
+
+void Extender::PodGoneLocked(const std::string& job, const std::string& pod_key, const std::string& why) {
+  if (auto c = committed_.find(job); c != committed_.end()) {
+    if (!c->second.pods.contains(pod_key)) return;  // not one of the pods placed
+    committed_.erase(c);
+    for (auto it = pods_.begin(); it != pods_.end();) it = it->second.job == job ? pods_.erase(it) : std::next(it);
+    spdlog::info("phasor-k8s-extender: job {} ended (pod {}: {}): releasing it in phasord", job, pod_key, why);
+    Task release;
+    release.kind = Task::kRelease;
+    release.jobs = {job};
+    QueueLocked(std::move(release));
+    return;
+  }
+  if (plans_.erase(job) > 0) {
+    ++stats_.plans_forgotten;
+    spdlog::info("phasor-k8s-extender: plan of job {} forgotten (pod {}: {})", job, pod_key, why);
+  }
+}
+
+void Extender::OnPodUpdate(const PodState& state) {
+  const std::optional<std::string> job = JobKeyOfPod(state.pod, options_.groups);
+  if (!job) return;
+  const std::string pod_key = PodKey(state.pod.uid, state.pod.namespace_, state.pod.name);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state.finished) {
+    PodGoneLocked(*job, pod_key, "finished");
+  } else if (!state.node.empty()) {
+    RecordPlacedLocked(*job, pod_key, state.node);
+  }
+}
+
+void Extender::OnPodDeleted(const Pod& pod) {
+  const std::optional<std::string> job = JobKeyOfPod(pod, options_.groups);
+  if (!job) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  PodGoneLocked(*job, PodKey(pod.uid, pod.namespace_, pod.name), "deleted");
+}
+
+void Extender::OnPodList(const std::vector<PodState>& pods) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::set<std::string>> live;  // job -> its pods not finished
+  for (const PodState& p : pods) {
+    const std::optional<std::string> job = JobKeyOfPod(p.pod, options_.groups);
+    if (!job || p.finished) continue;
+    const std::string pod_key = PodKey(p.pod.uid, p.pod.namespace_, p.pod.name);
+    live[*job].insert(pod_key);
+    if (!p.node.empty()) RecordPlacedLocked(*job, pod_key, p.node);  // placed while not watched
+  }
+  // A pod not in the list is gone.
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [job, c] : committed_) {
+    for (const std::string& pod : c.pods) {
+      if (!live[job].contains(pod)) gone.emplace_back(job, pod);
+    }
+  }
+  for (const auto& [job, plan] : plans_) {
+    for (const auto& [pod, node] : plan.bound) {
+      if (!live[job].contains(pod)) gone.emplace_back(job, pod);
+    }
+  }
+  for (const auto& [job, pod] : gone) PodGoneLocked(job, pod, "not listed");
+  Task reconcile;
+  reconcile.kind = Task::kReconcile;
+  for (auto& [job, p] : live) {
+    if (!p.empty()) reconcile.live[job] = std::move(p);
+  }
+  QueueLocked(std::move(reconcile));
+}
+
+void Extender::QueueLocked(Task task) {
+  tasks_.push_back(std::move(task));
+  work_.notify_one();
+}
+
+bool Extender::WaitIdle(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return tasks_.empty() && !busy_; });
+}
+
+void Extender::LifecycleLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // Woken by work, and once a second to retry releases phasord did not take.
+    work_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !tasks_.empty(); });
+    if (stopping_) break;
+    Task task;
+    if (!tasks_.empty()) {
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    } else if (!unreleased_.empty()) {
+      task.kind = Task::kRelease;
+    } else {
+      continue;
+    }
+    busy_ = true;
+    lock.unlock();
+    switch (task.kind) {
+      case Task::kCommit:
+        CommitTask(std::move(task.plan));
+        break;
+      case Task::kRelease:
+        ReleaseTask(std::move(task.jobs));
+        break;
+      case Task::kReconcile:
+        ReconcileTask(task.live);
+        break;
+    }
+    lock.lock();
+    busy_ = false;
+    if (tasks_.empty()) idle_.notify_all();
+  }
+  busy_ = false;
+  idle_.notify_all();
+}
+
+absl::Status Extender::CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id, std::string& candidate) {
+  // A socket of the lifecycle thread's own: its calls may take lifecycle_timeout_ms.
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
+  if (!phasord.ok()) return phasord.status();
+  placer::RankRequest request;
+  request.options = plan.request.options;
+  absl::StatusOr<v1::Snapshot> snapshot = (*phasord)->GetSnapshot();
+  if (!snapshot.ok()) return snapshot.status();
+  absl::StatusOr<std::vector<client::RunningJob>> running = client::RunningJobsOfSnapshot(*snapshot, request.links);
+  if (!running.ok()) return running.status();
+  client::AddRunningJobs(*running, request, plan.job);
+  for (const placer::Job& j : plan.request.jobs) {
+    if (j.id == plan.job) request.jobs.push_back({j.id, j.profile, std::nullopt});
+  }
+  std::map<std::string, std::string> server_by_node;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [server, node] : node_by_server_) server_by_node[node] = server;
+  }
+  std::set<std::string> bound_nodes;
+  for (const auto& [pod, node] : plan.bound) bound_nodes.insert(node);
+  placer::Candidate real;
+  real.id = "bound";
+  std::vector<std::string>& servers = real.servers[plan.job];
+  // Plan order first for the nodes that were planned, then the others.
+  for (const std::string& n : plan.nodes) {
+    if (bound_nodes.contains(n)) servers.push_back(server_by_node.contains(n) ? server_by_node[n] : n);
+  }
+  for (const std::string& n : bound_nodes) {
+    if (std::find(plan.nodes.begin(), plan.nodes.end(), n) != plan.nodes.end()) continue;
+    auto s = server_by_node.find(n);
+    servers.push_back(s != server_by_node.end() ? s->second : n);
+  }
+  request.candidates = {real};
+  v1::RankRequest wire = protocol::ToProto(request);
+  if (plan.profile_from_phasord) {
+    for (v1::Job& j : *wire.mutable_jobs()) {
+      if (j.id() == plan.job) j.clear_profile();
+    }
+  }
+  wire.set_reply_detail(v1::RankRequest::ORDER);
+  absl::StatusOr<v1::RankReply> reply = (*phasord)->Rank(std::move(wire));
+  if (!reply.ok()) return reply.status();
+  if (reply->ranked_size() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the placed nodes were rejected", reply->rejected_size() ? ": " + reply->rejected(0).reason() : ""));
+  }
+  ranking_id = reply->ranking_id();
+  candidate = "bound";
+  return (*phasord)->Commit(ranking_id, candidate).status();
+}
+
+void Extender::CommitTask(JobPlan plan) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!committed_.contains(plan.job)) return;  // it ended before its commit: nothing to commit
+  }
   std::set<std::string> bound_nodes;
   for (const auto& [pod, node] : plan.bound) bound_nodes.insert(node);
   const std::set<std::string> planned(plan.nodes.begin(), plan.nodes.end());
-  absl::Status status = EnsureClient();
   uint64_t ranking_id = plan.ranking_id;
   std::string candidate = plan.candidate;
-  if (status.ok() && bound_nodes != planned) {
-    // The pods landed elsewhere: rank exactly what happened, so the offsets
-    // phasord publishes belong to the real placement.
-    ++stats_.commits_replanned;
-    std::map<std::string, std::string> server_by_node;
-    for (const auto& [server, node] : node_by_server_) server_by_node[node] = server;
-    placer::RankRequest request = plan.request;
-    placer::Candidate real = request.candidates.front();
-    real.id = "bound";
-    real.servers[plan.job].clear();
-    // Plan order first for the nodes that were planned, then the others.
-    for (const std::string& n : plan.nodes) {
-      if (bound_nodes.contains(n)) real.servers[plan.job].push_back(server_by_node[n]);
-    }
-    for (const std::string& n : bound_nodes) {
-      if (planned.contains(n)) continue;
-      auto s = server_by_node.find(n);
-      real.servers[plan.job].push_back(s != server_by_node.end() ? s->second : n);
-    }
-    request.candidates = {real};
-    v1::RankRequest wire = protocol::ToProto(request);
-    wire.set_reply_detail(v1::RankRequest::ORDER);
-    absl::StatusOr<v1::RankReply> reply = client_->Rank(std::move(wire));
-    if (!reply.ok()) {
-      status = reply.status();
-    } else if (reply->ranked_size() == 0) {
-      status = absl::FailedPreconditionError(absl::StrCat(
-          "the bound placement was rejected", reply->rejected_size() ? ": " + reply->rejected(0).reason() : ""));
-    } else {
-      ranking_id = reply->ranking_id();
-      candidate = "bound";
-    }
+  absl::Status status = absl::FailedPreconditionError("not on the plan");
+  bool replanned = false;
+  if (bound_nodes == planned) {
+    absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
+    status = phasord.ok() ? (*phasord)->Commit(ranking_id, candidate).status() : phasord.status();
   }
-  if (status.ok()) status = client_->Commit(ranking_id, candidate).status();
+  // The pods landed elsewhere, or the ranking is stale (a job it pins was
+  // released since: phasord refuses it): rank what happened now and commit
+  // that, so the offsets phasord publishes belong to the real placement.
+  if (absl::IsFailedPrecondition(status)) {
+    replanned = true;
+    status = CommitAsPlaced(plan, ranking_id, candidate);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (replanned) ++stats_.commits_replanned;
   if (!status.ok()) {
     ++stats_.commit_failures;
-    if (absl::IsUnavailable(status)) client_.reset();
-    spdlog::warn("phasor-k8s-extender: job {} bound but not committed (no offsets): {}", plan.job, std::string(status.message()));
+    spdlog::warn("phasor-k8s-extender: job {} placed but not committed (no offsets): {}", plan.job,
+                 std::string(status.message()));
     return;
   }
   ++stats_.commits;
   spdlog::info("phasor-k8s-extender: job {} committed (ranking {}, {})", plan.job, ranking_id, candidate);
+}
+
+void Extender::ReleaseTask(std::vector<std::string> jobs) {
+  std::vector<std::string> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unreleased_.insert(jobs.begin(), jobs.end());
+    all.assign(unreleased_.begin(), unreleased_.end());
+  }
+  if (all.empty()) return;
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
+  absl::StatusOr<v1::ReleaseReply> reply = phasord.ok() ? (*phasord)->Release(all) : phasord.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!reply.ok()) {
+    ++stats_.release_failures;
+    spdlog::warn("phasor-k8s-extender: phasord did not take the release of {}: {} (retried)", absl::StrJoin(all, ","),
+                 std::string(reply.status().message()));
+    return;
+  }
+  for (const std::string& j : all) unreleased_.erase(j);
+  stats_.releases += all.size();
+  spdlog::info("phasor-k8s-extender: released {} in phasord", absl::StrJoin(all, ","));
+}
+
+void Extender::ReconcileTask(const std::map<std::string, std::set<std::string>>& live) {
+  absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
+  absl::StatusOr<v1::Snapshot> snapshot = phasord.ok() ? (*phasord)->GetSnapshot() : phasord.status();
+  if (!snapshot.ok()) {
+    spdlog::warn("phasor-k8s-extender: cannot compare phasord's placement with the pods listed: {}",
+                 std::string(snapshot.status().message()));
+    return;
+  }
+  std::set<std::string> held;  // the jobs phasord holds a placement or an offset of
+  for (const v1::OffsetUpdate& off : snapshot->offsets()) held.insert(off.job());
+  for (const v1::Job& j : snapshot->placement().jobs()) held.insert(j.id());
+  for (const std::string& j : snapshot->jobs_without_profile()) held.insert(j);
+  std::vector<std::string> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& job : held) {
+      if (!IsExtenderJobId(job) || committed_.contains(job) || plans_.contains(job) || planning_.contains(job)) {
+        continue;
+      }
+      if (auto pods = live.find(job); pods != live.end()) {
+        committed_[job].pods = pods->second;  // placed before this extender started watching
+        ++stats_.jobs_adopted;
+        spdlog::info("phasor-k8s-extender: job {} runs ({} pods): released when it ends", job, pods->second.size());
+      } else {
+        ended.push_back(job);
+      }
+    }
+  }
+  if (!ended.empty()) {
+    spdlog::info("phasor-k8s-extender: phasord holds {} that no listed pod runs: releasing", absl::StrJoin(ended, ","));
+    ReleaseTask(std::move(ended));
+  }
 }
 
 std::optional<JobPlan> Extender::PlanOf(const std::string& job) const {
@@ -497,6 +785,13 @@ std::optional<JobPlan> Extender::PlanOf(const std::string& job) const {
   auto it = plans_.find(job);
   if (it == plans_.end()) return std::nullopt;
   return it->second;
+}
+
+std::set<std::string> Extender::CommittedJobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [job, c] : committed_) out.insert(job);
+  return out;
 }
 
 ExtenderStats Extender::stats() const {
@@ -512,14 +807,23 @@ std::string Extender::MetricsText() const {
   };
   counter("phasor_k8s_plans_total", "Jobs planned through phasord.", s.plans);
   counter("phasor_k8s_plan_failures_total", "Plan attempts that phasord did not answer in time.", s.plan_failures);
-  counter("phasor_k8s_plans_expired_total", "Plans whose pods did not all bind within the TTL.", s.plans_expired);
+  counter("phasor_k8s_plans_expired_total", "Plans whose pods did not all land within the TTL.", s.plans_expired);
   counter("phasor_k8s_plans_refused_total", "Jobs not planned (limit, too few nodes, bad profile).", s.plans_refused);
+  counter("phasor_k8s_plans_conflicted_total", "Plans dropped because another job's plan took a node meanwhile.",
+          s.plans_conflicted);
+  counter("phasor_k8s_plans_forgotten_total", "Plans forgotten because a pod of the job went first.",
+          s.plans_forgotten);
   counter("phasor_k8s_neutral_answers_total", "Filter/prioritize answers without a plan.", s.neutral_answers);
   counter("phasor_k8s_binds_total", "Pods bound.", s.binds);
-  counter("phasor_k8s_bind_failures_total", "Binds the API server refused.", s.bind_failures);
+  counter("phasor_k8s_bind_failures_total", "Binds refused (verb off, not Kubernetes names, API server).",
+          s.bind_failures);
   counter("phasor_k8s_commits_total", "Jobs committed to phasord.", s.commits);
-  counter("phasor_k8s_commits_replanned_total", "Commits of placements other than the plan.", s.commits_replanned);
-  counter("phasor_k8s_commit_failures_total", "Bound jobs phasord did not accept.", s.commit_failures);
+  counter("phasor_k8s_commits_replanned_total", "Commits ranked again as the pods landed.", s.commits_replanned);
+  counter("phasor_k8s_commit_failures_total", "Placed jobs phasord did not accept.", s.commit_failures);
+  counter("phasor_k8s_releases_total", "Jobs released in phasord (ended, deleted, or gone while not watched).",
+          s.releases);
+  counter("phasor_k8s_release_failures_total", "Releases phasord did not take (retried).", s.release_failures);
+  counter("phasor_k8s_jobs_adopted_total", "Committed jobs found running after a (re)list.", s.jobs_adopted);
   return out;
 }
 

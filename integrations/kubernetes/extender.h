@@ -1,5 +1,6 @@
 // The scheduler extender's decisions (docs/kubernetes.md): plans whole
-// training jobs through phasord and steers each job's pods to its plan.
+// training jobs through phasord, steers each job's pods to its plan, commits
+// the placement that happened and releases it when the job ends.
 //
 // Jobs, not pods. The first filter or prioritize call for a pod of a job
 // (pod_group.h) plans the whole job: the extender proposes up to
@@ -13,29 +14,48 @@
 // job, and jobs that cannot be planned, get neutral answers (every node 0,
 // filter passes every node).
 //
-// What really happened. The extender is the scheduler's binder (bindVerb):
-// it binds each pod through `bind` (the API server's pods/binding in
-// production, api_binder.h) and records the node. When every pod of the job
-// is bound it commits to phasord: the planned candidate when the pods landed
-// on the plan, else a one-candidate ranking of the nodes they really got.
-// Nothing is committed for a job whose pods never all bind, so phasord never
-// publishes an offset for a placement that did not happen. A plan whose pods
-// have not all bound within `plan_ttl_ms` expires and frees its nodes.
+// What really happened. The extender learns where each pod went from the API
+// server (OnPodUpdate / OnPodList, fed by PodWatcher: a pod's spec.nodeName)
+// and, when it serves the bind verb (`bind_verb`, off by default), from its
+// own binds. When every pod of the job is placed it commits to phasord: the
+// planned candidate when the pods landed on the plan, else a one-candidate
+// ranking of the nodes they really got. Nothing is committed for a job whose
+// pods never all land, so phasord never publishes an offset for a placement
+// that did not happen. A plan whose pods have not all landed within
+// `plan_ttl_ms` expires and frees its nodes.
 //
-// Fail open. A phasord that is down or slow costs at most two calls of
-// `phasord_timeout_ms` (snapshot and rank) for one plan attempt; the job then
-// gets neutral answers for `retry_after_ms` without further calls. A commit
-// that fails is counted and logged; the bind itself still succeeds.
+// Letting go. When a committed job's pod finishes (Succeeded, Failed) or is
+// deleted (a deletion timestamp, or gone), the job is released in phasord
+// and forgotten; a plan whose pod goes is forgotten. After a (re)list the
+// extender also releases the jobs phasord holds under its ids
+// ("<namespace>/<group>") that no listed pod runs (they ended while it was not
+// watching, e.g. before a restart), and adopts those that do. A release
+// phasord does not take is retried.
+//
+// Fail open, within the scheduler's httpTimeout. A filter or prioritize call
+// costs at most two phasord calls of `phasord_timeout_ms` (snapshot and rank;
+// validated to fit `http_timeout_ms`); a job whose plan attempt failed gets
+// neutral answers for `retry_after_ms`. Commits and releases run on the
+// extender's own thread, off the request path (`lifecycle_timeout_ms` each);
+// a failed commit is counted and logged, the pod stays where it is.
 //
 // Bounded memory: at most `max_plans` plans and `max_tracked_pods` pods
-// remembered (pod uid -> job, for bind, whose arguments carry no labels).
+// remembered (pod uid -> job, for bind, whose arguments carry no labels);
+// committed jobs are held until they are released.
 //
-// Thread safety: every public method may be called concurrently (one mutex;
-// phasord calls are made under it, so plans are made one at a time).
+// Thread safety: every public method may be called concurrently. One mutex
+// guards the state and is never held across a call to phasord (or anything
+// else that waits on the network): planning takes what it needs, lets the
+// lock go for the two calls, and takes it back to store the plan (a plan
+// that meanwhile lost a node to another job's plan is dropped, and the job
+// planned again at its next call). Two calls for the same job share one plan
+// attempt (the second waits for it, within its own budget).
 #ifndef PHASOR_INTEGRATIONS_KUBERNETES_EXTENDER_H_
 #define PHASOR_INTEGRATIONS_KUBERNETES_EXTENDER_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,6 +63,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -51,23 +72,40 @@
 #include "integrations/client/client.h"
 #include "integrations/kubernetes/extender_types.h"
 #include "integrations/kubernetes/pod_group.h"
-#include "placer/ranker.h"
 #include "models/model_catalog.h"
+#include "placer/ranker.h"
 #include "topology/topology.h"
 
 namespace phasor::kubernetes {
+
+// What every bound inside a scheduler call leaves spare of the call's
+// httpTimeout (the HTTP exchange, parsing, the reply).
+inline constexpr int kTimeoutMarginMs = 100;
 
 struct ExtenderOptions {
   // phasord's request endpoint (ROUTER). Required.
   std::string phasord_endpoint;
   // CURVE keys for a TCP phasord; nullopt: plain (ipc:// or loopback only).
   std::optional<client::CurveClientKeys> curve;
-  // How long one phasord call may take (default 200 ms, far below the
-  // scheduler's 5 s extender timeout).
+  // The scheduler's httpTimeout for this extender (default 1 s, as in
+  // deploy/kubernetes/scheduler.yaml). Every call's work fits inside it with
+  // kTimeoutMarginMs to spare: a plan's two phasord calls.
+  int http_timeout_ms = 1000;
+  // How long one phasord call inside a filter or prioritize call may take
+  // (default 200 ms; 2 x this + kTimeoutMarginMs <= http_timeout_ms).
   int phasord_timeout_ms = 200;
+  // How long one phasord call of a commit or release may take (default 2 s;
+  // they run on the extender's own thread, not inside a scheduler call).
+  int lifecycle_timeout_ms = 2000;
   // After a failed plan attempt, the job gets neutral answers this long
   // before phasord is asked again (default 1 s).
   int64_t retry_after_ms = 1000;
+  // Serve kube-scheduler's bind verb (default off: the scheduler's own
+  // binder binds and the extender learns where pods went from the API
+  // server's watch). On, Bind() posts the Binding with the extender's
+  // credentials; the HTTP server must then be reachable only by the
+  // scheduler (loopback beside it, or TLS with client certificates).
+  bool bind_verb = false;
 
   // The fabric (topology YAML, docs/topology.md): the same file phasord's
   // topology_path names (a ConfigMap in deploy/kubernetes/). Required.
@@ -102,7 +140,7 @@ struct ExtenderOptions {
   uint32_t max_candidates = 8;
   // Filter drops nodes outside the job's plan (default off: only prioritize steers).
   bool filter_to_plan = false;
-  // A plan whose pods have not all bound by then expires (default 5 min).
+  // A plan whose pods have not all landed by then expires (default 5 min).
   int64_t plan_ttl_ms = 300'000;
   // Plans held at once (default 1024); a job beyond gets neutral answers.
   uint32_t max_plans = 1024;
@@ -130,6 +168,14 @@ struct JobPlan {
   // them once, in RankRequest.running (the same ranking).
   placer::RankRequest request;
   uint64_t rank_request_bytes = 0;  // the RankRequest's size on the wire
+  bool profile_from_phasord = false;  // the new job's profile is phasord's (a probe's)
+};
+
+// A pod as the API server reports it (PodWatcher).
+struct PodState {
+  Pod pod;
+  std::string node;       // spec.nodeName ("" while pending)
+  bool finished = false;  // status.phase Succeeded or Failed, or a deletion timestamp set
 };
 
 struct ExtenderStats {
@@ -137,32 +183,54 @@ struct ExtenderStats {
   uint64_t plan_failures = 0;     // phasord unreachable, slow or refusing
   uint64_t plans_expired = 0;
   uint64_t plans_refused = 0;     // max_plans reached, too few free servers or no profile
+  uint64_t plans_conflicted = 0;  // dropped: another job's plan took a node meanwhile
+  uint64_t plans_forgotten = 0;   // a pod of the job went before the job was placed
   uint64_t neutral_answers = 0;   // filter/prioritize answered without a plan
   uint64_t binds = 0;
-  uint64_t bind_failures = 0;
+  uint64_t bind_failures = 0;     // the API server refused, or the names were not Kubernetes names
   uint64_t commits = 0;           // jobs committed to phasord
-  uint64_t commits_replanned = 0; // ... of which on nodes other than the plan's
+  uint64_t commits_replanned = 0; // ... of which ranked again as they landed
   uint64_t commit_failures = 0;
+  uint64_t releases = 0;          // jobs released in phasord (ended, deleted, or gone while not watched)
+  uint64_t release_failures = 0;  // releases phasord did not take (retried)
+  uint64_t jobs_adopted = 0;      // committed jobs found running after a (re)list
 };
 
 class Extender {
  public:
   // Loads the fabric (and the catalogue when models_dir is set) and prepares
   // the phasord client. InvalidArgument naming the option for a bad option or
-  // fabric. phasord need not be up.
-  static absl::StatusOr<std::unique_ptr<Extender>> Create(ExtenderOptions options, BindFunction bind,
+  // fabric; `bind` is required with bind_verb. phasord need not be up.
+  static absl::StatusOr<std::unique_ptr<Extender>> Create(ExtenderOptions options, BindFunction bind = nullptr,
                                                           ClockMs clock = nullptr);
+  ~Extender();
 
   ExtenderFilterResult Filter(const ExtenderArgs& args);
   HostPriorityList Prioritize(const ExtenderArgs& args);
+  // With bind_verb: checks the names (Kubernetes DNS-1123 names: nothing that
+  // is not one reaches the API server), binds, records the node. Without:
+  // an error result ("the bind verb is off").
   ExtenderBindingResult Bind(const ExtenderBindingArgs& args);
 
-  // The job's live plan, if any.
+  // The API server's view of the pods (PodWatcher): one pod changed, one
+  // was deleted, or the whole list (after a start or a 410 Gone: a pod not
+  // in it is gone).
+  void OnPodUpdate(const PodState& state);
+  void OnPodDeleted(const Pod& pod);
+  void OnPodList(const std::vector<PodState>& pods);
+
+  // Waits until the extender's own thread has done every commit and release
+  // asked so far (tests, shutdown); false when it has not within timeout_ms.
+  bool WaitIdle(int timeout_ms);
+
+  // The job's live plan, if any; the jobs committed and not released.
   std::optional<JobPlan> PlanOf(const std::string& job) const;
+  std::set<std::string> CommittedJobs() const;
   ExtenderStats stats() const;
   // Prometheus text exposition of stats().
   std::string MetricsText() const;
 
+  const ExtenderOptions& options() const { return options_; }
   const topology::Topology& fabric() const { return fabric_; }
 
  private:
@@ -176,25 +244,60 @@ class Extender {
     std::string node;
     std::string server;
   };
+  // What a plan attempt needs, taken under the lock.
+  struct PlanInputs {
+    PodJob job;
+    std::vector<std::vector<std::string>> proposals;  // server lists
+    std::optional<placer::TrafficProfile> profile;    // nullopt: phasord's
+  };
+  // What a scheduler call answers from: the plan's nodes not yet taken.
+  struct Steer {
+    std::string job;
+    std::set<std::string> open;
+  };
+  // A committed job: its pods (uid or namespace/name).
+  struct CommittedJob {
+    std::set<std::string> pods;
+  };
+  // Work for the extender's own thread.
+  struct Task {
+    enum Kind { kCommit, kRelease, kReconcile } kind = kCommit;
+    JobPlan plan;                                          // kCommit
+    std::vector<std::string> jobs;                         // kRelease
+    std::map<std::string, std::set<std::string>> live;     // kReconcile: job -> its live pods
+  };
 
   Extender(ExtenderOptions options, BindFunction bind, ClockMs clock, topology::Topology fabric,
            std::optional<models::ModelCatalog> models);
 
   std::vector<Offered> OfferedNodes(const ExtenderArgs& args) const;
-  // The job's plan, planning it now if needed; nullptr for a neutral answer.
-  const JobPlan* PlanFor(const Pod& pod, const std::vector<Offered>& offered);
-  absl::StatusOr<JobPlan> MakePlan(const Pod& pod, const PodJob& job, const std::vector<Offered>& offered);
-  // nullopt: neither annotation, phasord's probe profile of the job is used.
+  // The job's plan as a Steer, planning it now if needed (the lock is let go
+  // around phasord's calls); nullopt for a neutral answer.
+  std::optional<Steer> SteerFor(const Pod& pod, const std::vector<Offered>& offered);
+  absl::StatusOr<PlanInputs> PlanInputsLocked(const Pod& pod, const PodJob& job, const std::vector<Offered>& offered);
+  // The two phasord calls; no lock held.
+  absl::StatusOr<JobPlan> RankPlan(const PlanInputs& in, client::Client& phasord);
   absl::StatusOr<std::optional<placer::TrafficProfile>> ProfileOf(const Pod& pod, const PodJob& job,
                                                                  uint32_t server_gpus) const;
-  // Adds phasord's running jobs (pinned) to `request`; returns their link
-  // shares (the request's running part, common to every candidate).
-  absl::StatusOr<std::map<std::string, std::map<std::string, double>>> AddRunningJobs(
-      placer::RankRequest& request, const std::string& new_job);
-  void Commit(JobPlan& plan);
-  void Expire();
-  void Track(const Pod& pod, const PodJob& job);
-  absl::Status EnsureClient();
+  void ExpireLocked();
+  void TrackLocked(const Pod& pod, const PodJob& job);
+  // A pod of `job` is on `node`: records it in the job's plan, and queues the
+  // commit when every pod of the job is placed.
+  void RecordPlacedLocked(const std::string& job, const std::string& pod_key, const std::string& node);
+  // A pod of `job` finished or went: a committed job is released, a plan forgotten.
+  void PodGoneLocked(const std::string& job, const std::string& pod_key, const std::string& why);
+  void QueueLocked(Task task);
+
+  // A socket to phasord whose calls wait timeout_ms (Connect makes no network call).
+  absl::StatusOr<std::unique_ptr<client::Client>> Connect(int timeout_ms);
+  absl::StatusOr<std::unique_ptr<client::Client>> TakeClientLocked(int timeout_ms);
+  void LifecycleLoop();
+  void CommitTask(JobPlan plan);
+  void ReleaseTask(std::vector<std::string> jobs);
+  void ReconcileTask(const std::map<std::string, std::set<std::string>>& live);
+  // Ranks the placement that happened (a fresh snapshot's running jobs, the
+  // job on the nodes its pods got) and commits it.
+  absl::Status CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id, std::string& candidate);
 
   ExtenderOptions options_;
   BindFunction bind_;
@@ -207,14 +310,25 @@ class Extender {
   std::unordered_map<std::string, size_t> server_order_;  // server -> index in fabric order
   std::vector<size_t> leaf_of_server_;                     // index -> its leaf's index in leaf_ids_
   std::vector<std::string> leaf_ids_;                      // leaf switches (a server's first switch)
+  zmq::context_t context_{1};
 
   mutable std::mutex mu_;
-  std::unique_ptr<client::Client> client_;
+  std::condition_variable planned_;  // a plan attempt finished
+  std::condition_variable work_;     // a task queued, or stopping
+  std::condition_variable idle_;     // the lifecycle thread ran out of work
+  std::vector<std::unique_ptr<client::Client>> idle_clients_;  // for scheduler calls (phasord_timeout_ms)
   std::map<std::string, JobPlan> plans_;            // job -> plan
+  std::set<std::string> planning_;                  // jobs with a plan attempt under way
   std::map<std::string, int64_t> failed_until_ms_;  // job -> no new attempt before
   std::map<std::string, TrackedPod> pods_;          // pod uid -> job
   std::map<std::string, std::string> node_by_server_;  // learned from requests
+  std::map<std::string, CommittedJob> committed_;   // committed (or being committed), not released
+  std::set<std::string> unreleased_;                // releases phasord has not taken yet
+  std::deque<Task> tasks_;
+  bool busy_ = false;  // the lifecycle thread is running a task
+  bool stopping_ = false;
   ExtenderStats stats_;
+  std::thread lifecycle_;  // last: started once everything above exists
 };
 
 }  // namespace phasor::kubernetes

@@ -48,6 +48,15 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(const std::string& yaml_text)
       {"http_threads", [&](const std::string& k) { return Read(doc, k, c.http.threads); }},
       {"phasord_endpoint", [&](const std::string& k) { return Read(doc, k, e.phasord_endpoint); }},
       {"phasord_timeout_ms", [&](const std::string& k) { return Read(doc, k, e.phasord_timeout_ms); }},
+      {"http_timeout_ms", [&](const std::string& k) { return Read(doc, k, e.http_timeout_ms); }},
+      {"lifecycle_timeout_ms", [&](const std::string& k) { return Read(doc, k, e.lifecycle_timeout_ms); }},
+      {"bind_verb", [&](const std::string& k) { return Read(doc, k, e.bind_verb); }},
+      {"tls_cert_file", [&](const std::string& k) { return Read(doc, k, c.http.tls_cert_file); }},
+      {"tls_key_file", [&](const std::string& k) { return Read(doc, k, c.http.tls_key_file); }},
+      {"tls_client_ca_file", [&](const std::string& k) { return Read(doc, k, c.http.tls_client_ca_file); }},
+      {"watch_pods", [&](const std::string& k) { return Read(doc, k, c.watch_pods); }},
+      {"scheduler_name", [&](const std::string& k) { return Read(doc, k, c.watch.scheduler_name); }},
+      {"watch_timeout_s", [&](const std::string& k) { return Read(doc, k, c.watch.watch_timeout_s); }},
       {"phasord_server_public_key_file", [&](const std::string& k) { return Read(doc, k, c.phasord_server_public_key_file); }},
       {"phasord_client_public_key_file", [&](const std::string& k) { return Read(doc, k, c.phasord_client_public_key_file); }},
       {"phasord_client_secret_key_file", [&](const std::string& k) { return Read(doc, k, c.phasord_client_secret_key_file); }},
@@ -96,26 +105,35 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(const std::string& yaml_text)
       return absl::InvalidArgumentError("listen: port must be a number");
     }
   }
+  c.http.io_timeout_ms = e.http_timeout_ms;
+  c.watch.api = c.api_server;
+  if (absl::Status s = ValidateExtenderConfig(c); !s.ok()) return s;
   return c;
 }
 
+absl::Status ValidateExtenderConfig(const ExtenderConfig& c) {
+  if (absl::Status s = ValidateHttpServerOptions(c.http); !s.ok()) return s;
+  if (c.http.io_timeout_ms != c.extender.http_timeout_ms) {
+    return absl::InvalidArgumentError("http_timeout_ms: the HTTP server's and the extender's differ");
+  }
+  if (c.api_server.timeout_ms < 1) return absl::InvalidArgumentError("api_timeout_ms: must be > 0");
+  if (c.extender.bind_verb && c.api_server.timeout_ms + kTimeoutMarginMs > c.extender.http_timeout_ms) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "api_timeout_ms: ", c.api_server.timeout_ms, " ms (a bind's API call) + ", kTimeoutMarginMs,
+        " ms must fit http_timeout_ms (", c.extender.http_timeout_ms, " ms, the scheduler's httpTimeout)"));
+  }
+  if (c.watch_pods && c.watch.watch_timeout_s < 1) return absl::InvalidArgumentError("watch_timeout_s: must be > 0");
+  if (c.watch_pods && c.watch.scheduler_name.empty()) return absl::InvalidArgumentError("scheduler_name: required");
+  return absl::OkStatus();
+}
+
 absl::Status LoadCurveKeys(ExtenderConfig& config) {
-  if (config.phasord_server_public_key_file.empty() && config.phasord_client_public_key_file.empty() &&
-      config.phasord_client_secret_key_file.empty()) {
-    return absl::OkStatus();
-  }
-  client::CurveClientKeys curve;
-  for (auto [file, out, key] :
-       {std::tuple{&config.phasord_server_public_key_file, &curve.server_public_key, "phasord_server_public_key_file"},
-        std::tuple{&config.phasord_client_public_key_file, &curve.client_public_key, "phasord_client_public_key_file"},
-        std::tuple{&config.phasord_client_secret_key_file, &curve.client_secret_key,
-                   "phasord_client_secret_key_file"}}) {
-    if (file->empty()) return absl::InvalidArgumentError(absl::StrCat(key, ": required with CURVE"));
-    absl::StatusOr<std::string> k = protocol::ReadKeyFile(*file);
-    if (!k.ok()) return absl::InvalidArgumentError(absl::StrCat(key, ": ", k.status().message()));
-    *out = *std::move(k);
-  }
-  config.extender.curve = curve;
+  absl::StatusOr<std::optional<client::CurveClientKeys>> curve =
+      protocol::LoadCurveClientKeyFiles({"phasord_server_public_key_file", config.phasord_server_public_key_file},
+                                        {"phasord_client_public_key_file", config.phasord_client_public_key_file},
+                                        {"phasord_client_secret_key_file", config.phasord_client_secret_key_file});
+  if (!curve.ok()) return curve.status();
+  config.extender.curve = *std::move(curve);
   return absl::OkStatus();
 }
 

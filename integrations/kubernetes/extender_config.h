@@ -9,6 +9,7 @@
 #include "integrations/kubernetes/api_binder.h"
 #include "integrations/kubernetes/extender.h"
 #include "integrations/kubernetes/http_server.h"
+#include "integrations/kubernetes/pod_watcher.h"
 
 namespace phasor::kubernetes {
 
@@ -16,6 +17,11 @@ struct ExtenderConfig {
   ExtenderOptions extender;
   HttpServerOptions http;
   ApiServerOptions api_server;
+  // Follow the scheduler's pods on the API server (default on): where they
+  // land, and when their jobs end (released in phasord). watch.api is
+  // api_server.
+  bool watch_pods = true;
+  PodWatcherOptions watch;
   // CURVE key files for phasord (all three, or none: plain). Read by
   // LoadCurveKeys into extender.curve.
   std::string phasord_server_public_key_file;
@@ -26,8 +32,15 @@ struct ExtenderConfig {
 };
 
 // Parses YAML text. Unknown keys and wrongly typed values are
-// InvalidArgument naming the key; keys left out keep their defaults.
+// InvalidArgument naming the key; keys left out keep their defaults. The
+// result is validated (ValidateExtenderConfig).
 absl::StatusOr<ExtenderConfig> ParseExtenderConfig(const std::string& yaml_text);
+
+// What only the whole config can check: the HTTP side (TLS, loopback),
+// and every bound against http_timeout_ms (the scheduler's httpTimeout): a
+// plan's two phasord calls, and with bind_verb one API call
+// (api_timeout_ms). InvalidArgument naming the key.
+absl::Status ValidateExtenderConfig(const ExtenderConfig& config);
 absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const std::string& path);
 
 // Reads the phasord_*_key_file keys into config.extender.curve (nothing when

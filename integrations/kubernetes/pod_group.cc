@@ -7,14 +7,28 @@
 
 namespace phasor::kubernetes {
 
-absl::StatusOr<std::optional<PodJob>> JobOfPod(const Pod& pod, const PodGroupOptions& options) {
-  std::string group;
+namespace {
+
+std::string GroupOf(const Pod& pod, const PodGroupOptions& options) {
   if (auto it = pod.labels.find(options.group_label); it != pod.labels.end() && !it->second.empty()) {
-    group = it->second;
-  } else if (auto a = pod.annotations.find(options.group_annotation);
-             a != pod.annotations.end() && !a->second.empty()) {
-    group = a->second;
+    return it->second;
   }
+  if (auto a = pod.annotations.find(options.group_annotation); a != pod.annotations.end() && !a->second.empty()) {
+    return a->second;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> JobKeyOfPod(const Pod& pod, const PodGroupOptions& options) {
+  const std::string group = GroupOf(pod, options);
+  if (group.empty()) return std::nullopt;
+  return absl::StrCat(pod.namespace_, "/", group);
+}
+
+absl::StatusOr<std::optional<PodJob>> JobOfPod(const Pod& pod, const PodGroupOptions& options) {
+  const std::string group = GroupOf(pod, options);
   if (group.empty()) return std::optional<PodJob>();
   const std::string* size = nullptr;
   const std::string* which = nullptr;

@@ -44,6 +44,11 @@ struct PodJob {
 // number in 1..max_job_pods.
 absl::StatusOr<std::optional<PodJob>> JobOfPod(const Pod& pod, const PodGroupOptions& options);
 
+// The job's id ("<namespace>/<group>") of a pod that names a group, whatever
+// its size annotations say; nullopt for a pod outside any group. (A finished
+// or deleted pod is matched to its job by this.)
+std::optional<std::string> JobKeyOfPod(const Pod& pod, const PodGroupOptions& options);
+
 }  // namespace phasor::kubernetes
 
 #endif  // PHASOR_INTEGRATIONS_KUBERNETES_POD_GROUP_H_

@@ -167,17 +167,18 @@ void SlurmController::Route(placer::RankRequest& request, std::string& why) cons
   if (!unrouted.empty()) why = absl::StrCat(unrouted[0].candidate, ": ", unrouted[0].reason);
 }
 
-void SlurmController::AddRunningJobs(placer::RankRequest& request,
-                                     std::map<std::string, std::vector<std::string>>& servers) const {
+std::vector<client::RunningJob> SlurmController::RunningJobs() const {
+  std::vector<client::RunningJob> running;
   for (const auto& [job, p] : placed_) {
-    placer::Job j;
-    j.id = job;
+    client::RunningJob r;
+    r.id = job;
     auto observed = observed_profiles_.find(job);
-    j.profile = observed != observed_profiles_.end() ? observed->second : p.profile;
-    if (auto shift = shifts_us_.find(job); shift != shifts_us_.end()) j.pinned_shift_us = shift->second;
-    request.jobs.push_back(std::move(j));
-    servers[job] = p.nodes;
+    r.profile = observed != observed_profiles_.end() ? observed->second : p.profile;
+    if (auto shift = shifts_us_.find(job); shift != shifts_us_.end()) r.shift_us = shift->second;
+    r.servers = p.nodes;
+    running.push_back(std::move(r));
   }
+  return running;
 }
 
 absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
@@ -209,11 +210,9 @@ absl::StatusOr<Proposal> SlurmController::Submit(const SubmitQuery& query) {
   const std::string token = NewToken();
   const std::string self = SubmitJobId(token);
   placer::RankRequest request;
-  std::map<std::string, std::vector<std::string>> running;
-  AddRunningJobs(request, running);
-  request.jobs.push_back({self, *profile, std::nullopt});
   // The running jobs' servers go once (routed once), common to every candidate.
-  request.running.servers = std::move(running);
+  client::AddRunningJobs(RunningJobs(), request);
+  request.jobs.push_back({self, *profile, std::nullopt});
   for (size_t i = 0; i < sets->size(); ++i) {
     placer::Candidate c;
     c.id = absl::StrCat("c", i);
@@ -280,12 +279,10 @@ absl::Status SlurmController::Start(const std::string& token, const std::string&
   if (pending == pending_.end()) return absl::NotFoundError(absl::StrCat("token: '", token, "' is unknown or expired"));
   const std::vector<std::string> where = nodes.empty() ? pending->second.nodes : nodes;
   placer::RankRequest request;
-  std::map<std::string, std::vector<std::string>> running;
-  AddRunningJobs(request, running);
+  client::AddRunningJobs(RunningJobs(), request);
   request.jobs.push_back({job_id, pending->second.profile, std::nullopt});
   placer::Candidate c;
   c.id = "slurm-" + job_id;
-  request.running.servers = std::move(running);
   c.servers[job_id] = where;
   request.candidates.push_back(c);
   std::string unrouted;

@@ -34,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "integrations/client/client.h"
+#include "integrations/client/running_jobs.h"
 #include "integrations/slurm/job_spec.h"
 #include "integrations/slurm/slurm_state.h"
 #include "placer/ranker.h"
@@ -151,9 +152,9 @@ class SlurmController {
   // traffic model of `phasor rank --topology`), so phasord needs no fabric.
   // A candidate that cannot be routed is dropped (with the reason in `why`).
   void Route(placer::RankRequest& request, std::string& why) const;
-  // The running placed jobs as ranking jobs (pinned at their shifts) and as
-  // the servers every candidate repeats.
-  void AddRunningJobs(placer::RankRequest& request, std::map<std::string, std::vector<std::string>>& servers) const;
+  // The running placed jobs (their latest profiles, shifts and servers), for
+  // client::AddRunningJobs.
+  std::vector<client::RunningJob> RunningJobs() const;
   absl::Status ReleaseLocked(const std::vector<std::string>& jobs);
   std::string NewToken();
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "placer/candidate_routing.h"
 #include "daemon/metrics.h"
 #include "gmock/gmock.h"
@@ -360,9 +361,9 @@ TEST(DaemonTest, ProfilesFromProbesFeedTheNextRanking) {
 
 TEST(DaemonTest, ClosedLoopResendsADriftingJobsOffset) {
   DaemonHarness h([](daemon::DaemonOptions& o) {
+    o.realign = true;
     o.realign_threshold_us = 2000;
     o.realign_min_interval_ms = 60000;
-    o.republish_interval_ms = 0;
   });
   ASSERT_TRUE(h.Start());
   auto c = Connect(h);
@@ -394,7 +395,7 @@ TEST(DaemonTest, ClosedLoopResendsADriftingJobsOffset) {
   std::optional<v1::OffsetUpdate> resent = NextOffset(sub, 2000);
   ASSERT_TRUE(resent.has_value());
   EXPECT_EQ(resent->shift_us(), a.shift_us());
-  EXPECT_EQ(resent->version(), a.version());
+  EXPECT_EQ(resent->version(), a.version() + 1);  // changed: the agents re-align
   EXPECT_EQ(h.daemon().metrics().Value("phasord_realignments_total", {{"job", "a"}}), 1);
   EXPECT_EQ(h.daemon().metrics().Value("phasord_phase_error_us", {{"job", "a"}}), -7000);
   // Still drifting, but within the minimum interval: not re-sent again.
@@ -489,6 +490,123 @@ TEST(DaemonTest, LoadEightClientsThousandRequestsEachNoneLostNoneTwice) {
   }
   EXPECT_EQ(all.size(), static_cast<size_t>(kClients * kRequests));  // every request ranked once
   EXPECT_EQ(h.daemon().metrics().Value("phasord_requests_total", {{"type", "RankRequest"}}), kClients * kRequests);
+}
+
+// RankRequests sent back to back (one DEALER, no waiting) to a phasord with
+// one solver: the queue holds max_queued_rankings and answers the rest at
+// once; a request whose wait_ms passed while it queued is answered unsolved.
+// Every request gets exactly one answer either way.
+struct Burst {
+  int solved = 0;
+  int queue_full = 0;
+  int out_of_time = 0;
+  int other = 0;
+  std::set<uint64_t> solved_ids;
+};
+
+// Sends one RankRequest per entry of `wait_ms` (request ids 1..n, each with
+// that wait) back to back on one DEALER, then reads every answer.
+Burst SendBurst(const DaemonHarness& h, const placer::RankRequest& request, const std::vector<uint32_t>& wait_ms) {
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(h.options().request_endpoint);
+  v1::RankRequest wire = protocol::ToProto(request);
+  const int n = static_cast<int>(wait_ms.size());
+  for (int i = 1; i <= n; ++i) {
+    wire.set_request_id(static_cast<uint64_t>(i));
+    wire.set_wait_ms(wait_ms[i - 1]);
+    std::vector<std::string> frames = protocol::EncodeFrames(MessageType::kRankRequest, wire);
+    frames.insert(frames.begin(), "");
+    std::vector<zmq::const_buffer> out;
+    for (const std::string& f : frames) out.push_back(zmq::buffer(f));
+    zmq::send_multipart(dealer, out);
+  }
+  Burst b;
+  std::set<uint64_t> answered;
+  for (int i = 0; i < n; ++i) {
+    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(30000)) <= 0) break;
+    std::vector<zmq::message_t> got;
+    if (!zmq::recv_multipart(dealer, std::back_inserter(got))) break;
+    EXPECT_EQ(got.size(), 4u);
+    if (got.size() != 4) continue;
+    if (got[2].to_string() == "RankReply") {
+      v1::RankReply r;
+      EXPECT_TRUE(r.ParseFromString(got[3].to_string()));
+      EXPECT_TRUE(answered.insert(r.request_id()).second);
+      b.solved_ids.insert(r.request_id());
+      ++b.solved;
+      continue;
+    }
+    v1::Error e;
+    EXPECT_TRUE(e.ParseFromString(got[3].to_string()));
+    EXPECT_TRUE(answered.insert(e.request_id()).second);
+    if (e.message() == "max_queued_rankings: 1 rankings already wait for a solver; try again") {
+      EXPECT_EQ(e.code(), v1::Error::LIMIT_EXCEEDED);
+      ++b.queue_full;
+    } else if ((e.message().find("for a solver, past its") != std::string::npos &&
+                e.message().find(": not ranked") != std::string::npos) ||
+               e.message().find("did not finish within the limit deadline_ms") != std::string::npos) {
+      EXPECT_EQ(e.code(), v1::Error::LIMIT_EXCEEDED);
+      ++b.out_of_time;
+    } else {
+      ADD_FAILURE() << e.message();
+      ++b.other;
+    }
+  }
+  EXPECT_EQ(answered.size(), static_cast<size_t>(n));  // every request answered once
+  return b;
+}
+
+// A request that takes a solver a while: the sample's two kinds of candidate,
+// 120 of them.
+placer::RankRequest ManyCandidates() {
+  placer::RankRequest r = SampleRankRequest();
+  r.candidates.pop_back();  // the one naming an unknown job
+  const std::vector<placer::Candidate> two = r.candidates;
+  r.candidates.clear();
+  for (int i = 0; i < 120; ++i) {
+    placer::Candidate c = two[i % 2];
+    c.id = absl::StrCat("c", i);
+    r.candidates.push_back(std::move(c));
+  }
+  return r;
+}
+
+// Requests sent back to back to a phasord with one solver: the queue holds
+// max_queued_rankings and answers the rest at once. Every request gets
+// exactly one answer.
+TEST(DaemonTest, TheRankQueueIsBoundedAndAnswersTheRestAtOnce) {
+  DaemonHarness h([](daemon::DaemonOptions& o) {
+    o.solver_threads = 1;
+    o.max_queued_rankings = 1;
+  });
+  ASSERT_TRUE(h.Start());
+  const Burst b = SendBurst(h, ManyCandidates(), std::vector<uint32_t>(40, 0));
+  EXPECT_EQ(b.solved + b.queue_full, 40) << b.other;
+  EXPECT_GE(b.solved, 2);      // the one solving and the one queued, at least
+  EXPECT_GE(b.queue_full, 1);  // 40 cannot all have fitted one running and one waiting
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_rankings_dropped_total", {{"reason", "queue_full"}}), b.queue_full);
+  // phasord still serves.
+  auto c = Connect(h);
+  EXPECT_TRUE(c->Rank(SampleRankRequest()).ok());
+}
+
+// 30 requests whose clients wait 50 ms each, then a fresh one that waits
+// 10 s, behind one solver: the queue takes longer than 50 ms to work
+// through, so stale ones are answered without a solve, and the fresh one is
+// solved.
+TEST(DaemonTest, RequestsWhoseClientsGaveUpAreNotSolvedAheadOfFreshOnes) {
+  DaemonHarness h([](daemon::DaemonOptions& o) { o.solver_threads = 1; });
+  ASSERT_TRUE(h.Start());
+  std::vector<uint32_t> waits(30, 50);
+  waits.push_back(10'000);
+  const Burst b = SendBurst(h, ManyCandidates(), waits);
+  EXPECT_EQ(b.solved + b.out_of_time, 31) << b.other;
+  EXPECT_GE(b.out_of_time, 1);
+  EXPECT_TRUE(b.solved_ids.contains(31));  // the fresh one
+  EXPECT_EQ(h.daemon().metrics().Value("phasord_rankings_dropped_total", {{"reason", "time"}}), b.out_of_time);
 }
 
 class CurveTest : public ::testing::Test {

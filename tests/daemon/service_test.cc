@@ -2,8 +2,10 @@
 // Statuses out, offsets to an injected publisher, state in SQLite.
 #include "daemon/service.h"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <string>
 #include <tuple>
@@ -42,6 +44,34 @@ class ServiceTest : public ::testing::Test {
                       [this](const v1::OffsetUpdate& u) { published_.push_back(u); });
     EXPECT_TRUE(s.ok()) << s.status().message();
     return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  // Ranks the sample and commits its first candidate; returns the first
+  // job's offset (nullopt, with a failure, when either call fails).
+  std::optional<v1::OffsetUpdate> CommitSample(Service& service) {
+    absl::StatusOr<v1::RankReply> reply = service.Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
+    EXPECT_TRUE(reply.ok()) << reply.status();
+    if (!reply.ok()) return std::nullopt;
+    v1::CommitPlacement commit;
+    commit.set_ranking_id(reply->ranking_id());
+    commit.set_candidate(reply->ranked(0).candidate());
+    absl::StatusOr<v1::CommitReply> committed = service.Commit(commit);
+    EXPECT_TRUE(committed.ok()) << committed.status();
+    if (!committed.ok()) return std::nullopt;
+    return committed->offsets(0);
+  }
+  // A probe's profile of the offset's job, its Up phase `late_us` after its
+  // slot three periods on.
+  static v1::ProfileUpdate LateBy(const v1::OffsetUpdate& o, int64_t late_us) {
+    v1::ProfileUpdate u;
+    u.set_subject(o.job());
+    u.set_kind(v1::ProfileUpdate::JOB);
+    u.set_period_us(o.period_us());
+    u.set_bin_us(o.period_us());
+    u.add_gbps(10);
+    u.set_confidence(1);
+    u.set_t0_epoch_us(o.origin_epoch_us() + o.shift_us() + 3 * int64_t{o.period_us()} + late_us);
+    return u;
   }
 
   std::string dir_;
@@ -220,35 +250,236 @@ TEST_F(ServiceTest, ErrorsKeepTheirCanonicalCodes) {
 }
 
 TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
+  options_.realign = true;
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  const std::optional<v1::OffsetUpdate> committed = CommitSample(*service);
+  ASSERT_TRUE(committed.has_value());
+  const v1::OffsetUpdate& o = *committed;
+  published_.clear();
+  const v1::ProfileUpdate u = LateBy(o, 5000);  // 5 ms late
+  ASSERT_TRUE(service->AcceptProfile(u).ok());
+  ASSERT_EQ(published_.size(), 1u);
+  EXPECT_EQ(published_[0].job(), o.job());
+  // The same slots with a new version: agents re-align on a changed offset only.
+  EXPECT_EQ(published_[0].version(), o.version() + 1);
+  EXPECT_EQ(published_[0].shift_us(), o.shift_us());
+  EXPECT_EQ(published_[0].origin_epoch_us(), o.origin_epoch_us());
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", o.job()}}), 5000);
+  ASSERT_TRUE(service->AcceptProfile(u).ok());  // within realign_min_interval_ms: not again
+  EXPECT_EQ(published_.size(), 1u);
+  now_us_ += int64_t{options_.realign_min_interval_ms} * 1000;
+  ASSERT_TRUE(service->AcceptProfile(u).ok());
+  ASSERT_EQ(published_.size(), 2u);
+  EXPECT_EQ(published_[1].version(), o.version() + 2);
+  EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", o.job()}}), 2);
+  // The version is stored: GetOffset says it, and so does a restarted phasord.
+  v1::GetOffset get;
+  get.set_job(o.job());
+  EXPECT_EQ(service->GetOffset(get)->version(), o.version() + 2);
+  service.reset();
+  service = Open();
+  ASSERT_NE(service, nullptr);
+  EXPECT_EQ(service->GetOffset(get)->version(), o.version() + 2);
+}
+
+// Off by default (the measured configuration, docs/simulator.md): the phase
+// error is measured, nothing is re-sent.
+TEST_F(ServiceTest, TheClosedLoopIsOffByDefault) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  const std::optional<v1::OffsetUpdate> committed = CommitSample(*service);
+  ASSERT_TRUE(committed.has_value());
+  const v1::OffsetUpdate& o = *committed;
+  published_.clear();
+  ASSERT_TRUE(service->AcceptProfile(LateBy(o, 9000)).ok());  // 9 ms late
+  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", o.job()}}), 9000);
+  EXPECT_TRUE(published_.empty());
+  EXPECT_FALSE(metrics_.Has("phasord_realignments_total", {{"job", o.job()}}));
+}
+
+// A request's time runs from its arrival, not from the start of its solve:
+// one that waited in the queue past the wait its client gave is answered
+// without being ranked.
+TEST_F(ServiceTest, ARequestsTimeRunsFromItsArrival) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  v1::RankRequest request = protocol::ToProto(::phasor::testing::SampleRankRequest());
+  request.set_wait_ms(50);
+  const SteadyTime arrival = std::chrono::steady_clock::now();
+  absl::StatusOr<PreparedRanking> prepared = service->PrepareRank(request, arrival);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_EQ(prepared->time_ms, 50u);
+  EXPECT_EQ(prepared->deadline, arrival + std::chrono::milliseconds(50));
+  EXPECT_EQ(Service::Solve(*prepared, arrival + std::chrono::milliseconds(60)).status(),
+            absl::ResourceExhaustedError(absl::StrCat(
+                "deadline_ms: ranking ", prepared->ranking_id,
+                " waited 60 ms for a solver, past its 50 ms (limits.deadline_ms, or the request's wait_ms "
+                "when shorter): not ranked")));
+  absl::StatusOr<v1::RankReply> solved = Service::Solve(*prepared, arrival + std::chrono::milliseconds(10));
+  ASSERT_TRUE(solved.ok()) << solved.status();
+  EXPECT_EQ(solved->ranked_size(), 2);
+  // Without a wait, limits.deadline_ms; a longer wait does not extend it.
+  request.set_wait_ms(0);
+  EXPECT_EQ(service->PrepareRank(request, arrival)->time_ms, options_.rank_limits.deadline_ms);
+  request.set_wait_ms(100'000);
+  EXPECT_EQ(service->PrepareRank(request, arrival)->time_ms, options_.rank_limits.deadline_ms);
+}
+
+// Everything phasord keeps per job goes with its release, and per link with
+// the last placement that loads it: rows, profiles, link scores,
+// capacities, the closed loop's state and the metric series.
+TEST_F(ServiceTest, AReleaseForgetsEverythingItKeptPerJob) {
+  options_.realign = true;
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  // c0: a and b on tor1-up, c alone on tor2-up.
+  absl::StatusOr<v1::RankReply> reply = service->Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
+  ASSERT_TRUE(reply.ok());
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("c0");
+  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  v1::OffsetUpdate c;
+  for (const v1::OffsetUpdate& o : committed->offsets()) {
+    if (o.job() == "c") c = o;
+  }
+  ASSERT_EQ(c.job(), "c");
+  // A probe's profile of c, 5 ms late (measured, re-aligned), and of both links.
+  v1::ProfileUpdate job;
+  job.set_subject("c");
+  job.set_kind(v1::ProfileUpdate::JOB);
+  job.set_period_us(c.period_us());
+  job.set_bin_us(c.period_us());
+  job.add_gbps(10);
+  job.set_confidence(1);
+  job.set_t0_epoch_us(c.origin_epoch_us() + c.shift_us() + 2 * int64_t{c.period_us()} + 5000);
+  ASSERT_TRUE(service->AcceptProfile(job).ok());
+  for (const char* link : {"tor1-up", "tor2-up"}) {
+    v1::ProfileUpdate l;
+    l.set_subject(link);
+    l.set_kind(v1::ProfileUpdate::LINK);
+    l.set_period_us(4000);
+    l.set_bin_us(1000);
+    for (double g : {75.0, 50.0, 0.0, 0.0}) l.add_gbps(g);
+    l.set_confidence(1);
+    ASSERT_TRUE(service->AcceptProfile(l).ok());
+  }
+  const Labels series_c = {{"job", "c"}};
+  const Labels tor2_probe = {{"link", "tor2-up"}, {"source", "probe"}};
+  ASSERT_TRUE(metrics_.Has("phasord_phase_error_us", series_c));
+  ASSERT_TRUE(metrics_.Has("phasord_realignments_total", series_c));
+  ASSERT_TRUE(metrics_.Has("phasord_link_score", tor2_probe));
+  ASSERT_TRUE(metrics_.Has("phasord_link_score", {{"link", "tor1-up"}, {"source", "commit"}}));
+
+  v1::ReleasePlacement release;
+  release.add_jobs("c");
+  absl::StatusOr<v1::ReleaseReply> released = service->Release(release);
+  ASSERT_TRUE(released.ok()) << released.status();
+  ASSERT_EQ(released->released_size(), 1);
+  for (const char* name : {"phasord_phase_error_us", "phasord_realignments_total"}) {
+    EXPECT_FALSE(metrics_.Has(name, series_c)) << name;
+  }
+  for (const char* name : {"phasord_link_score", "phasord_link_excess"}) {
+    EXPECT_FALSE(metrics_.Has(name, tor2_probe)) << name;
+    EXPECT_TRUE(metrics_.Has(name, {{"link", "tor1-up"}, {"source", "probe"}})) << name;  // a and b still load it
+    EXPECT_TRUE(metrics_.Has(name, {{"link", "tor1-up"}, {"source", "commit"}})) << name;
+  }
+  // The database: c's profile and tor2-up's scores and capacity are gone,
+  // tor1-up's scores stay.
+  {
+    absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(options_.state_path, "normal");
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->LinkScoreHistory("tor2-up", 100)->empty());
+    EXPECT_EQ((*store)->LinkScoreHistory("tor1-up", 100)->size(), 2u);  // the commit's, the probe's
+    absl::StatusOr<std::vector<StoredProfile>> profiles = (*store)->LoadProfiles();
+    ASSERT_TRUE(profiles.ok()) << profiles.status();
+    for (const StoredProfile& p : *profiles) EXPECT_NE(p.subject, "c");
+    EXPECT_EQ((*store)->LoadCommittedInputs()->capacities_gbps.count("tor2-up"), 0u);
+    EXPECT_EQ((*store)->LoadCommittedInputs()->capacities_gbps.count("tor1-up"), 1u);
+  }
+  // A probe profile of tor2-up is no longer scored (no capacity known), and
+  // a restarted phasord knows nothing of c.
+  v1::ProfileUpdate again;
+  again.set_subject("tor2-up");
+  again.set_kind(v1::ProfileUpdate::LINK);
+  again.set_period_us(4000);
+  again.set_bin_us(1000);
+  for (double g : {10.0, 10.0, 0.0, 0.0}) again.add_gbps(g);
+  again.set_confidence(1);
+  ASSERT_TRUE(service->AcceptProfile(again).ok());
+  EXPECT_FALSE(metrics_.Has("phasord_link_score", tor2_probe));
+  service.reset();
+  service = Open();
+  ASSERT_NE(service, nullptr);
+  absl::StatusOr<v1::Snapshot> snap = service->GetSnapshot({});
+  ASSERT_TRUE(snap.ok());
+  for (const v1::Job& j : snap->placement().jobs()) EXPECT_NE(j.id(), "c");
+  EXPECT_EQ(service->jobs(), 2u);
+}
+
+// A ranking made before a release names the released job (as a candidate's
+// job or a running one); committing it would bring the job back.
+TEST_F(ServiceTest, ACommitOfARankingMadeBeforeAReleaseIsRefused) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  const v1::RankRequest request = protocol::ToProto(::phasor::testing::SampleRankRequest());
+  absl::StatusOr<v1::RankReply> first = service->Rank(request);
+  absl::StatusOr<v1::RankReply> second = service->Rank(request);
+  ASSERT_TRUE(first.ok() && second.ok());
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(first->ranking_id());
+  commit.set_candidate("c0");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  v1::ReleasePlacement release;
+  release.add_jobs("b");
+  ASSERT_TRUE(service->Release(release).ok());
+  commit.set_ranking_id(second->ranking_id());
+  EXPECT_EQ(service->Commit(commit).status(),
+            absl::FailedPreconditionError(absl::StrCat("ranking_id: ranking ", second->ranking_id(),
+                                                       " was made before job 'b' was released; rank again")));
+  EXPECT_EQ(service->jobs(), 2u);
+  v1::GetOffset get;
+  get.set_job("b");
+  EXPECT_TRUE(absl::IsNotFound(service->GetOffset(get).status()));
+  // A job released before it was ever placed is marked as well.
+  absl::StatusOr<v1::RankReply> third = service->Rank(request);
+  ASSERT_TRUE(third.ok());
+  release.set_jobs(0, "c");
+  ASSERT_TRUE(service->Release(release).ok());
+  release.set_jobs(0, "zz");
+  ASSERT_TRUE(service->Release(release).ok());
+  commit.set_ranking_id(third->ranking_id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(service->Commit(commit).status()));
+  // A ranking made after the releases commits, and brings them back.
+  absl::StatusOr<v1::RankReply> fourth = service->Rank(request);
+  ASSERT_TRUE(fourth.ok());
+  commit.set_ranking_id(fourth->ranking_id());
+  ASSERT_TRUE(service->Commit(commit).ok());
+  EXPECT_EQ(service->jobs(), 3u);
+}
+
+// The link-score history is kept per link up to keep_link_scores, the newest.
+TEST_F(ServiceTest, LinkScoresAreKeptPerLinkUpToTheLimit) {
+  options_.keep_link_scores = 3;
   std::unique_ptr<Service> service = Open();
   ASSERT_NE(service, nullptr);
   absl::StatusOr<v1::RankReply> reply = service->Rank(protocol::ToProto(::phasor::testing::SampleRankRequest()));
   ASSERT_TRUE(reply.ok());
   v1::CommitPlacement commit;
   commit.set_ranking_id(reply->ranking_id());
-  commit.set_candidate(reply->ranked(0).candidate());
-  absl::StatusOr<v1::CommitReply> committed = service->Commit(commit);
-  ASSERT_TRUE(committed.ok());
-  const v1::OffsetUpdate& o = committed->offsets(0);
-  published_.clear();
-  v1::ProfileUpdate u;
-  u.set_subject(o.job());
-  u.set_kind(v1::ProfileUpdate::JOB);
-  u.set_period_us(o.period_us());
-  u.set_bin_us(o.period_us());
-  u.add_gbps(10);
-  u.set_confidence(1);
-  u.set_t0_epoch_us(o.origin_epoch_us() + o.shift_us() + 3 * int64_t{o.period_us()} + 5000);  // 5 ms late
-  ASSERT_TRUE(service->AcceptProfile(u).ok());
-  ASSERT_EQ(published_.size(), 1u);
-  EXPECT_EQ(published_[0].job(), o.job());
-  EXPECT_EQ(metrics_.Value("phasord_phase_error_us", {{"job", o.job()}}), 5000);
-  ASSERT_TRUE(service->AcceptProfile(u).ok());  // within realign_min_interval_ms: not again
-  EXPECT_EQ(published_.size(), 1u);
-  now_us_ += int64_t{options_.realign_min_interval_ms} * 1000;
-  ASSERT_TRUE(service->AcceptProfile(u).ok());
-  EXPECT_EQ(published_.size(), 2u);
-  EXPECT_EQ(metrics_.Value("phasord_realignments_total", {{"job", o.job()}}), 2);
+  commit.set_candidate("c0");
+  for (int i = 0; i < 5; ++i) {
+    now_us_ += 1000;
+    ASSERT_TRUE(service->Commit(commit).ok());
+  }
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(options_.state_path, "normal");
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<LinkScoreSample>> history = (*store)->LinkScoreHistory("tor1-up", 100);
+  ASSERT_EQ(history->size(), 3u);
+  EXPECT_EQ((*history)[0].at_epoch_us, now_us_);  // the newest first
+  EXPECT_EQ((*history)[2].at_epoch_us, now_us_ - 2000);
 }
 
 // A probe's profile starts at the Up phase, and its t0 is an Up start; the
@@ -262,6 +493,7 @@ TEST_F(ServiceTest, ADriftedPhaseIsRepublishedOncePerInterval) {
 // its slot then shows no phase error (its Up starts one compute time after
 // the slot), and is not re-aligned.
 TEST_F(ServiceTest, ProbePhasesAreComparedWithSlotsInTheAgentsFrame) {
+  options_.realign = true;
   std::unique_ptr<Service> service = Open();
   ASSERT_NE(service, nullptr);
   auto probe_profile = [](const std::string& job, int up_bins) {
@@ -465,7 +697,17 @@ TEST_F(ServiceTest, SnapshotNamesTheServersOfACommitAndItsPlacementVersion) {
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_EQ(snap->placement_version(), 3u);
   EXPECT_EQ(CommittedServers(*snap), (Servers{{"b", {"s2"}}}));
-  ASSERT_TRUE(service->Commit(commit).ok());  // the ranking was stored too
+  // The ranking was stored too, but it was made before a was released:
+  // committing it would bring a back. The release's marker survived the
+  // restart; a fresh ranking commits.
+  EXPECT_EQ(service->Commit(commit).status(), absl::FailedPreconditionError(absl::StrCat(
+                                         "ranking_id: ranking ", reply->ranking_id(),
+                                         " was made before job 'a' was released; rank again")));
+  EXPECT_EQ(service->GetSnapshot({})->placement_version(), 3u);
+  reply = service->Rank(ServerFormRequest());
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  commit.set_ranking_id(reply->ranking_id());
+  ASSERT_TRUE(service->Commit(commit).ok());
   EXPECT_EQ(service->GetSnapshot({})->placement_version(), 4u);
 }
 
@@ -632,7 +874,7 @@ TEST(SolverPoolTest, EveryJobCompletesOnTheTakingThreadInFinishingOrder) {
   SolverPool pool(2, [&] { ++notified; });
   std::vector<int> done;
   for (int i = 0; i < 50; ++i) {
-    pool.Submit([i, &done]() -> std::function<void()> { return [i, &done] { done.push_back(i); }; });
+    ASSERT_TRUE(pool.Submit([i, &done]() -> std::function<void()> { return [i, &done] { done.push_back(i); }; }));
   }
   while (done.size() < 50) {
     pool.TakeDone();
@@ -643,6 +885,34 @@ TEST(SolverPoolTest, EveryJobCompletesOnTheTakingThreadInFinishingOrder) {
   std::vector<int> sorted = done;
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < 50; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+// At most max_queued jobs wait for a worker; running ones do not count.
+TEST(SolverPoolTest, AFullQueueRefusesMoreWork) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> started{false};
+  SolverPool pool(1, [] {}, 2);
+  auto blocked = [&]() -> std::function<void()> {
+    started = true;
+    released.wait();
+    return [] {};
+  };
+  ASSERT_TRUE(pool.Submit(blocked));
+  while (!started) std::this_thread::yield();  // running: the queue is empty again
+  int ran = 0;
+  auto quick = [&ran]() -> std::function<void()> { return [&ran] { ++ran; }; };
+  EXPECT_TRUE(pool.Submit(quick));
+  EXPECT_TRUE(pool.Submit(quick));
+  EXPECT_FALSE(pool.Submit(quick));
+  EXPECT_EQ(pool.pending(), 3u);
+  release.set_value();
+  while (pool.pending() > 0) {
+    pool.TakeDone();
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(ran, 2);
+  EXPECT_TRUE(pool.Submit(quick));  // room again
 }
 
 }  // namespace

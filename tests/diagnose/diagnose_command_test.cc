@@ -404,8 +404,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "{dir}/fabric.yaml",
                  "pcap file '{dir}/none.pcap': No such file or directory"},
         BadInput{"PartialCurveKeys", "--phasord ipc://{dir}/x --curve-server-public {dir}/k",
-                 "--curve-server-public, --curve-client-public, --curve-client-secret: give all "
-                 "three or none"}),
+                 "--curve-client-public: required with --curve-server-public (CURVE keys: all three files "
+                 "or none)"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/testing/probe_publisher.h"
@@ -221,6 +222,79 @@ TEST_F(GateWithDaemonTest, PaceWaitsForEverySlot) {
     // Right after a slot, the next one is a whole period away.
     EXPECT_GE(r.waited_us, 40000 - kLateToleranceUs) << "iteration " << i;
   }
+}
+
+// phasord re-publishing every 20 ms (not the default, so that repeats are
+// many): the same offset heard again never re-aligns a `once` gate; the
+// closed loop's re-send of a drifting job (a new version) does.
+TEST(GateRepeatTest, AnUnchangedOffsetNeverRealignsANewVersionDoes) {
+  DaemonHarness h([](daemon::DaemonOptions& o) {
+    o.republish_interval_ms = 20;
+    o.realign = true;
+    o.realign_min_interval_ms = 60000;
+  });
+  ASSERT_TRUE(h.Start());
+  client::ClientOptions co;
+  co.endpoint = h.options().request_endpoint;
+  auto client = *client::Client::Connect(co);
+  placer::RankRequest r;
+  r.links = {{"l", 50}};
+  placer::Job j{"a", {}, std::nullopt};
+  j.profile.period_us = 40000;
+  j.profile.square = placer::SquareWave{16000, 40, 0, 0};
+  r.jobs = {j};
+  placer::Candidate c;
+  c.id = "c";
+  c.links["a"]["l"] = 1;
+  r.candidates = {c};
+  absl::StatusOr<client::RankResult> ranked = client->Rank(r);
+  ASSERT_TRUE(ranked.ok());
+  absl::StatusOr<v1::CommitReply> commit = client->Commit(ranked->ranking_id, "c");
+  ASSERT_TRUE(commit.ok());
+  const v1::OffsetUpdate a = commit->offsets(0);
+
+  IterationGateOptions o;
+  o.job = "a";
+  o.request_endpoint = h.options().request_endpoint;
+  o.offset_endpoint = h.options().offset_endpoint;
+  o.mode = GateMode::kOnce;
+  auto gate = *IterationGate::Create(o);
+  ASSERT_TRUE(gate->Wait().aligned);
+  const double published_before = h.daemon().metrics().Value("phasord_offsets_published_total");
+  // 60 iterations of 5 ms (300 ms; phasord re-publishes when its socket loop
+  // wakes, at least every 100 ms): none waits for a slot.
+  for (int i = 0; i < 60; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const GateResult g = gate->Wait();
+    EXPECT_FALSE(g.aligned) << "iteration " << i;
+    EXPECT_EQ(g.offset_version, a.version());
+  }
+  EXPECT_GE(h.daemon().metrics().Value("phasord_offsets_published_total") - published_before, 2);
+
+  // A probe sees the job 7 ms late: phasord re-sends its offset with a new
+  // version, and the gate's next iteration waits for a slot again.
+  auto probe = *::phasor::testing::ConnectProbe(h.options().profile_endpoint);
+  v1::ProfileUpdate late;
+  late.set_subject("a");
+  late.set_kind(v1::ProfileUpdate::JOB);
+  late.set_period_us(40000);
+  late.set_bin_us(40000);
+  late.add_gbps(10);
+  late.set_confidence(1);
+  late.set_t0_epoch_us(a.origin_epoch_us() + a.shift_us() + 30 * int64_t{a.period_us()} + 7000);
+  ASSERT_TRUE(probe->Publish(late));
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return h.daemon().metrics().Value("phasord_realignments_total", {{"job", "a"}}) == 1; }));
+  bool realigned = false;
+  for (int i = 0; i < 100 && !realigned; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const GateResult g = gate->Wait();
+    if (g.aligned) {
+      realigned = true;
+      EXPECT_EQ(g.offset_version, a.version() + 1);
+    }
+  }
+  EXPECT_TRUE(realigned);
 }
 
 TEST(IterationGateFailOpenTest, WithoutPhasordTheGateBlocksAtMostTheBound) {

@@ -19,7 +19,7 @@ class Phasord:
         config = os.path.join(self.dir, "phasord.yaml")
         with open(config, "w") as f:
             f.write("request_endpoint: %s\nprofile_endpoint: %s\noffset_endpoint: %s\n"
-                    "metrics_listen: ''\nallow_plain: true\nlog_level: warn\nrepublish_interval_ms: 0\n"
+                    "metrics_listen: ''\nallow_plain: true\nlog_level: warn\n"
                     "state_path: %s/state.db\n" % (self.requests, self.profiles, self.offsets, self.dir))
         ready = os.path.join(self.dir, "ready.json")
         self.proc = subprocess.Popen([os.environ["PHASORD"], "--config", config, "--ready-file", ready])

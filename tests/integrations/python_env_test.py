@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import unittest
 
 import zmq
@@ -167,6 +168,35 @@ class FromEnvTest(unittest.TestCase):
         self.env = {}
         self.assert_fails_open_at_once("PHASOR_JOB: required (not set)")
 
+    def test_key_material_zeromq_refuses_fails_open_with_one_line(self):
+        # 40 characters of the Z85 alphabet, so the files pass the format
+        # check, but no valid key: ZeroMQ itself refuses it (zmq.ZMQError).
+        write_key_pair(self.dir + "/trainer")
+        with open(self.dir + "/phasord.pub", "w") as f:
+            f.write("#" * 40 + "\n")
+        self.env.update({"PHASOR_SERVER_KEY": self.dir + "/phasord.pub", "PHASOR_CLIENT_KEY": self.dir + "/trainer"})
+        self.assert_fails_open_at_once("PHASOR_SERVER_KEY, PHASOR_CLIENT_KEY: ZeroMQ refused the CURVE keys: "
+                                       "Invalid argument")
+        with self.assertRaises(ConfigError):
+            phasor.IterationGate.from_env(self.env, strict=True)
+
+    def test_an_unreachable_phasord_is_logged_once_and_fails_open(self):
+        # Nobody binds the endpoints: the first wait() spends the budget, says
+        # so in one line, and later iterations pass at once, without a line.
+        self.env["PHASOR_FAIL_OPEN_MS"] = "200"
+        gate = phasor.IterationGate.from_env(self.env, strict=True, retry_ms=50)
+        with self.assertLogs("phasor.agent", logging.WARNING) as logs:
+            first = gate.wait()
+            for _ in range(3):
+                self.assertTrue(gate.wait()["failed_open"])
+        self.assertTrue(first["failed_open"])
+        self.assertGreaterEqual(first["waited_us"], 150000)
+        self.assertEqual(logs.output, [
+            "WARNING:phasor.agent:phasor gate job-a: no offset from phasord at ipc://%s/requests within 200 ms "
+            "(not running, unreachable or no placement for the job); the gate fails open: iterations run unpaced "
+            "until an offset arrives" % self.dir])
+        gate.close()
+
     def test_strict_raises(self):
         del self.env["PHASOR_JOB"]
         with self.assertRaises(ConfigError) as e:
@@ -244,6 +274,73 @@ class FromEnvTest(unittest.TestCase):
             "INFO:phasor.agent:phasor gate job-a: 4 iterations, 1 gated, waited 0.000 s, 0 slots missed, "
             "0 fail-opens, offset version 0"])
         gate.close()
+
+
+class RepeatedOffsetTest(unittest.TestCase):
+    """A stand-in for phasord's PUB socket on the gate's offset endpoint: the
+    same offset heard again (re-published) never re-aligns the gate; a newer
+    version (phasord's closed loop re-sends a drifting job's offset with one)
+    or another slot grid does; an older version is ignored. The gate's clock
+    is fake (only its sleeps and the test move it); the sockets are real."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="phasor-py-repeat-")
+        self.context = zmq.Context()
+        self.pub = self.context.socket(zmq.PUB)
+        self.pub.linger = 0
+        self.pub.bind("ipc://%s/offsets" % self.dir)
+        self.now = [1000500]
+
+        def sleep_us(us):
+            self.now[0] += us
+
+        env = {"PHASOR_JOB": "job-a", "PHASOR_REQUEST_ENDPOINT": "ipc://%s/requests" % self.dir,
+               "PHASOR_OFFSET_ENDPOINT": "ipc://%s/offsets" % self.dir, "PHASOR_MODE": "once",
+               "PHASOR_ORIGIN_EPOCH_US": "1000000", "PHASOR_PERIOD_US": "10000", "PHASOR_SHIFT_US": "2000",
+               "PHASOR_OFFSET_VERSION": "1"}
+        self.gate = phasor.IterationGate.from_env(env, strict=True, clock=lambda: self.now[0], sleep_us=sleep_us)
+        self.assertEqual(self.after(0), (True, 1500, 1))  # the environment's offset: its first slot
+        time.sleep(0.3)  # the subscription reaches the PUB socket before anything is sent
+
+    def tearDown(self):
+        self.gate.close()
+        self.pub.close(0)
+        self.context.term()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def publish(self, origin=1000000, shift=2000, version=1):
+        update = pb.OffsetUpdate(job="job-a", origin_epoch_us=origin, period_us=10000, shift_us=shift,
+                                 version=version)
+        self.pub.send_multipart([b"job-a"] + phasor.encode(update))
+        time.sleep(0.05)  # delivered to the gate's socket before its next wait()
+
+    def after(self, us):
+        self.now[0] += us
+        r = self.gate.wait()
+        return r["aligned"], r["waited_us"], r["offset_version"]
+
+    def test_a_repeated_offset_never_realigns_a_newer_one_does(self):
+        # The same offset, re-published three times: no iteration waits.
+        for _ in range(3):
+            self.publish()
+            self.assertEqual(self.after(3000), (False, 0, 1))
+        # The same slots said another way (origin one period later): no wait.
+        self.publish(origin=1010000)
+        self.assertEqual(self.after(3000), (False, 0, 1))
+        # A newer version, same slots (a closed-loop re-send): re-aligns.
+        self.publish(version=2)
+        aligned, waited, version = self.after(3000)
+        self.assertEqual((aligned, version), (True, 2))
+        self.assertEqual((self.now[0] - 1002000) % 10000, 0)  # on a slot
+        self.assertLess(waited, 10000)
+        # An older version after it: ignored.
+        self.publish(version=1, shift=7000)
+        self.assertEqual(self.after(3000), (False, 0, 2))
+        # The same version on another grid (a phasord that lost its state): re-aligns.
+        self.publish(version=2, shift=7000)
+        aligned, _, version = self.after(3000)
+        self.assertEqual((aligned, version), (True, 2))
+        self.assertEqual((self.now[0] - 1007000) % 10000, 0)
 
 
 if __name__ == "__main__":

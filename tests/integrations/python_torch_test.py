@@ -9,7 +9,7 @@ Also, in one process: gate_optimizer with LR schedulers made before and
 after it, remove(), a non-optimizer refused, and the Lightning callback
 (defined only where Lightning imports; a stand-in module here).
 
-Exits 77 (ctest: skipped) with a message where torch is not installed.
+Fails (exit 1) with a message naming the package where torch is not installed.
 Run by ctest with PHASORD and the phasor package importable.
 """
 
@@ -221,6 +221,7 @@ if __name__ == "__main__":
     try:
         import torch  # noqa: F401
     except ImportError as e:
-        print("python_torch_test: SKIPPED: torch is not importable (%s); Debian: apt-get install python3-torch" % e)
-        sys.exit(77)
+        print("python_torch_test: FAILED: torch is not importable (%s); install it: apt-get install python3-torch "
+              "(scripts/install-deps.sh)" % e, file=sys.stderr)
+        sys.exit(1)
     unittest.main()

@@ -56,7 +56,8 @@ class VethInNamespace {
 
 TEST(NetdevLiveTest, FindsThePeriodOfBurstsOnAVethPair) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace and a veth pair";
-  if (Sh("ip -V") != 0) GTEST_SKIP() << "needs the ip command (iproute2)";
+  // A missing program is a failure naming its package, not a skip.
+  ASSERT_EQ(Sh("ip -V"), 0) << "needs the ip command: apt-get install iproute2 (scripts/install-deps.sh)";
   VethInNamespace veth;
   ASSERT_TRUE(veth.ok()) << "could not set up the namespace and veth pair";
 

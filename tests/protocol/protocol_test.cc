@@ -156,7 +156,7 @@ TEST(FramingTest, TruncatedPayloadIsBadPayload) {
 }
 
 TEST(StatusMappingTest, EveryWireCodeSurvivesStatusAndBack) {
-  for (int c = v1::Error::UNSUPPORTED_VERSION; c <= v1::Error::INTERNAL; ++c) {
+  for (int c = v1::Error::UNSUPPORTED_VERSION; c <= v1::Error::Code_MAX; ++c) {
     const auto code = static_cast<v1::Error::Code>(c);
     const v1::Error e = ErrorFromStatus(WireStatus(code, "why"), 42);
     EXPECT_EQ(e.code(), code) << ErrorCodeName(code);
@@ -174,7 +174,9 @@ TEST(StatusMappingTest, PlainStatusesMapByCanonicalCode) {
   EXPECT_EQ(ErrorFromStatus(absl::ResourceExhaustedError("x")).code(), v1::Error::LIMIT_EXCEEDED);
   EXPECT_EQ(ErrorFromStatus(absl::UnauthenticatedError("x")).code(), v1::Error::UNAUTHENTICATED);
   EXPECT_EQ(ErrorFromStatus(absl::UnknownError("x")).code(), v1::Error::INTERNAL);
-  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).supported_versions_size(), 1);
+  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).code(), v1::Error::FAILED_PRECONDITION);
+  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).supported_versions_size(), 0);
+  EXPECT_EQ(ErrorFromStatus(WireStatus(v1::Error::UNSUPPORTED_VERSION, "x")).supported_versions_size(), 1);
   EXPECT_TRUE(absl::IsNotFound(StatusFromError(ErrorFromStatus(absl::NotFoundError("x")))));
   EXPECT_TRUE(absl::IsResourceExhausted(StatusFromError(protocol::MakeError(v1::Error::TOO_LARGE, "x"))));
   EXPECT_TRUE(absl::IsInvalidArgument(StatusFromError(protocol::MakeError(v1::Error::BAD_FRAMES, "x"))));
@@ -360,6 +362,36 @@ TEST_F(CurveKeysTest, BadKeyFilesAreErrors) {
   absl::StatusOr<std::string> bad = ReadKeyFile(dir_ + "/short.pub");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("short.pub: not a 40-character Z85"));
+}
+
+// The one loader of a client's three key files (the extender's config, `phasor
+// diagnose`, and through LoadCurveClientKeys every prefix-style caller).
+TEST_F(CurveKeysTest, ClientKeyFilesAreAllThreeOrNoneAndErrorsNameTheField) {
+  const CurveKeyPair server = *GenerateCurveKeyPair();
+  const CurveKeyPair mine = *GenerateCurveKeyPair();
+  ASSERT_TRUE(WriteKeyPair(server, dir_ + "/phasord", false).ok());
+  ASSERT_TRUE(WriteKeyPair(mine, dir_ + "/me", false).ok());
+  absl::StatusOr<std::optional<CurveClientKeys>> none = LoadCurveClientKeyFiles({"a", ""}, {"b", ""}, {"c", ""});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  absl::StatusOr<std::optional<CurveClientKeys>> all =
+      LoadCurveClientKeyFiles({"a", dir_ + "/phasord.pub"}, {"b", dir_ + "/me.pub"}, {"c", dir_ + "/me.secret"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_TRUE(all->has_value());
+  EXPECT_EQ((*all)->server_public_key, server.public_key);
+  EXPECT_EQ((*all)->client_public_key, mine.public_key);
+  EXPECT_EQ((*all)->client_secret_key, mine.secret_key);
+  EXPECT_EQ(LoadCurveClientKeyFiles({"a", dir_ + "/phasord.pub"}, {"b", ""}, {"c", dir_ + "/me.secret"}).status(),
+            absl::InvalidArgumentError("b: required with c (CURVE keys: all three files or none)"));
+  EXPECT_EQ(LoadCurveClientKeyFiles({"a", dir_ + "/nope.pub"}, {"b", dir_ + "/me.pub"}, {"c", dir_ + "/me.secret"})
+                .status(),
+            absl::InvalidArgumentError(absl::StrCat("a: ", dir_, "/nope.pub: cannot open key file")));
+  // The prefix form is the same loader.
+  absl::StatusOr<CurveClientKeys> prefixed = LoadCurveClientKeys(dir_ + "/phasord.pub", dir_ + "/me", "s", "k");
+  ASSERT_TRUE(prefixed.ok());
+  EXPECT_EQ(prefixed->client_secret_key, mine.secret_key);
+  EXPECT_EQ(LoadCurveClientKeys(dir_ + "/phasord.pub", dir_ + "/other", "s", "k").status(),
+            absl::InvalidArgumentError(absl::StrCat("k: ", dir_, "/other.pub: cannot open key file")));
 }
 
 TEST_F(CurveKeysTest, AllowListSkipsCommentsAndNamesBadLines) {

@@ -6,15 +6,20 @@ phasor::agent::IterationGate. Call ``wait()`` at the top of every iteration:
         gate.wait()
         train_step()
 
-mode "once": only the first iteration after an offset arrives (or is re-sent)
-waits for its slot; "pace": every iteration waits for its slot, and an
+mode "once": only the first iteration after an offset arrives or changes
+waits for its slot (a changed offset: a newer version, which phasord's closed
+loop also sends for a drifting job, or another slot grid; the same offset
+heard again, re-published or answering GetOffset, costs no wait); "pace": every iteration waits for its slot, and an
 iteration that overran its slot (more than one period since the slot it
 started on) does not wait for the next one, which would lose most of a
 period: it starts at once and the gate's slot grid re-anchors there until
 phasord sends an offset again (re-slot, the simulator's rule; reslot=False
 waits instead). Fail open:
 without an offset the gate blocks at most fail_open_ms in total, then lets
-iterations through until one arrives. ``stats()`` says what the gate did.
+iterations through until one arrives (one log line, logger "phasor.agent",
+says so, and another when an offset arrives later). ``stats()`` says what the
+gate did. ``from_env()`` never raises for configuration or connection
+trouble: it logs one line and returns a gate that fails open.
 
 Every rank of a job gets the same offset, so ranks gating their iterations
 wait for the same wall-clock slot; the gate adds no collective of its own.
@@ -55,10 +60,17 @@ def _sleep_us(us):
     time.sleep(us / 1e6)
 
 
+def _same_slots(a, b):
+    """True when offsets a and b have the same slots (origin + shift + n * period)."""
+    return a.period_us == b.period_us and a.period_us > 0 and \
+        ((a.origin_epoch_us + a.shift_us) - (b.origin_epoch_us + b.shift_us)) % a.period_us == 0
+
+
 def _env_names(message):
     """The constructor's message with its leading option named as the variable."""
     for option, variable in (("request_endpoint", "PHASOR_REQUEST_ENDPOINT"),
-                             ("offset_endpoint", "PHASOR_OFFSET_ENDPOINT")):
+                             ("offset_endpoint", "PHASOR_OFFSET_ENDPOINT"),
+                             ("curve", "PHASOR_SERVER_KEY, PHASOR_CLIENT_KEY")):
         if message.startswith(option + ":"):
             return variable + message[len(option):]
     return message
@@ -73,7 +85,9 @@ class IterationGate:
     an iteration that overran its slot starts at once and the grid re-anchors
     there (default True). clock (us since the epoch) and sleep_us (sleeps that
     many us) are injected together so tests run on a fake clock.
-    Raises ValueError for a bad mode, a missing job or an endpoint ZeroMQ refuses.
+    Raises ValueError for a bad mode, a missing job, CURVE keys or an
+    endpoint ZeroMQ refuses (zmq.ZMQError for what ZeroMQ itself cannot do,
+    e.g. no more sockets).
     """
 
     def __init__(self, job, request_endpoint, offset_endpoint, mode="once", fail_open_ms=2000,
@@ -91,7 +105,10 @@ class IterationGate:
         self._sleep_us = sleep_us
         self._reslot = reslot
         self._retry_us = retry_ms * 1000
+        self._fail_open_ms = fail_open_ms
         self._fail_open_left_us = fail_open_ms * 1000
+        self._request_endpoint = request_endpoint
+        self._said_failing_open = False
         self._need_align = False
         self._ids = 0
         self._log_every = log_every
@@ -105,7 +122,10 @@ class IterationGate:
         try:
             for s in (self._sub, self._dealer):
                 s.linger = 0
-                apply_curve(s, curve)
+                try:
+                    apply_curve(s, curve)
+                except zmq.ZMQError as e:  # e.g. a 40-character key that is not valid Z85 material
+                    raise ValueError("curve: ZeroMQ refused the CURVE keys: %s" % e)
             self._sub.setsockopt(zmq.SUBSCRIBE, job.encode())
             for socket, name, endpoint in ((self._sub, "offset_endpoint", offset_endpoint),
                                            (self._dealer, "request_endpoint", request_endpoint)):
@@ -137,8 +157,15 @@ class IterationGate:
             options = gate_options_from_env(environ)
             options.update(kwargs)
             return cls(**options)
-        except ValueError as e:  # ConfigError, or an endpoint ZeroMQ refuses
-            error = e if isinstance(e, ConfigError) else ConfigError(_env_names(str(e)))
+        except (ValueError, zmq.ZMQError, OSError) as e:
+            # ConfigError; keys or an endpoint ZeroMQ refuses (ValueError);
+            # ZeroMQ or the system out of something (ZMQError, OSError).
+            if isinstance(e, ConfigError):
+                error = e
+            elif isinstance(e, ValueError):
+                error = ConfigError(_env_names(str(e)))
+            else:
+                error = ConfigError("phasor: cannot set up the gate's sockets: %s" % e)
             if strict:
                 raise error
             logger.error("phasor: %s; the gate fails open (iterations are not paced)", error)
@@ -195,8 +222,15 @@ class IterationGate:
     def _accept_offset(self, update):
         if update.job != self.job or update.period_us == 0:
             return
-        if self.offset is not None and update.version < self.offset.version:
+        # An older version never replaces a newer one, and the offset in force
+        # heard again (re-published, answering GetOffset) is no reason to
+        # wait: only a newer version or another slot grid re-aligns.
+        if self.offset is not None and (update.version < self.offset.version or (
+                update.version == self.offset.version and _same_slots(update, self.offset))):
             return
+        if self.offset is None and self._said_failing_open:
+            logger.info("phasor gate %s: offset version %d from phasord; iterations are paced from now",
+                        self.job, update.version)
         update = pb.OffsetUpdate.FromString(update.SerializeToString())
         update.request_id = 0
         if self.offset is None or self.offset.period_us != update.period_us or \
@@ -262,6 +296,12 @@ class IterationGate:
             self._drain((slice_us + 999) // 1000)
             self._fail_open_left_us -= max(self._clock() - now, 1000)
         if self.offset is None:
+            if not self._said_failing_open:
+                self._said_failing_open = True
+                logger.warning("phasor gate %s: no offset from phasord at %s within %d ms (not running, "
+                               "unreachable or no placement for the job); the gate fails open: iterations "
+                               "run unpaced until an offset arrives", self.job, self._request_endpoint,
+                               self._fail_open_ms)
             if self._clock() - self._last_request_us >= self._retry_us:
                 self._send_get_offset()
             return self._finish({"waited_us": self._clock() - start, "aligned": False, "failed_open": True,

@@ -72,6 +72,11 @@ class Client:
             return reply
 
     def rank(self, request):
+        """Ranks `request` (a pb.RankRequest); wait_ms is set to this client's
+        timeout unless given, so phasord does not solve a request the client
+        stopped waiting for."""
+        if not request.wait_ms and self._timeout_ms > 0:
+            request.wait_ms = self._timeout_ms
         return self.call(request, pb.RankReply)
 
     def commit(self, ranking_id, candidate):

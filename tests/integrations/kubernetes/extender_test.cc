@@ -2,6 +2,8 @@
 // (filter, then prioritize in parallel with a stand-in for the in-tree
 // plugins, score x weight x 10 added, bind through the extender) and the API
 // server (records Bindings); a real phasord ranks and receives commits.
+#include <chrono>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <set>
@@ -197,6 +199,9 @@ ExtenderOptions Options(const DaemonHarness& phasord) {
   // Generous: these tests check decisions, not the fail-open bound (a loaded
   // machine must not turn them into neutral answers).
   o.phasord_timeout_ms = 2000;
+  o.http_timeout_ms = 2 * o.phasord_timeout_ms + kTimeoutMarginMs;
+  // They call the bind verb (the scheduler harness binds through it).
+  o.bind_verb = true;
   return o;
 }
 
@@ -292,6 +297,7 @@ TEST(ExtenderE2eTest, ThreeJobsLandOnTheirPlansWhichArePhasorRanksBest) {
   // scores 1,120, the best of s9..s12.
   EXPECT_EQ(bound["ml/b-0"], "s11");
 
+  ASSERT_TRUE((*extender)->WaitIdle(20000));  // commits run on the extender's own thread
   const ExtenderStats s = (*extender)->stats();
   EXPECT_EQ(s.plans, 3u);
   EXPECT_EQ(s.commits, 3u);
@@ -334,6 +340,7 @@ TEST(ExtenderE2eTest, PodsThatLandElsewhereAreCommittedWhereTheyLanded) {
   (*extender)->Prioritize(args);
   r = (*extender)->Bind({"x-1", "ml", "ml-x-1-uid", "s13"});
   EXPECT_EQ(r.error, "");
+  ASSERT_TRUE((*extender)->WaitIdle(20000));
   EXPECT_EQ((*extender)->stats().commits, 1u);
   EXPECT_EQ((*extender)->stats().commits_replanned, 1u);
   client::ClientOptions co;
@@ -358,6 +365,7 @@ TEST(ExtenderE2eTest, FailsOpenWithPhasordStopped) {
   int64_t now = 1000;
   ExtenderOptions o = Options(phasord);
   o.phasord_timeout_ms = 200;
+  o.http_timeout_ms = 1000;
   o.filter_to_plan = true;
   auto extender = Extender::Create(o, *MakeApiServerBinder(ao), [&now] { return now; });
   ASSERT_TRUE(extender.ok()) << extender.status();
@@ -382,11 +390,59 @@ TEST(ExtenderE2eTest, FailsOpenWithPhasordStopped) {
   EXPECT_EQ((*extender)->Bind({"y-0", "ml", "ml-y-0-uid", "s3"}).error, "");
   EXPECT_EQ((*extender)->Bind({"y-1", "ml", "ml-y-1-uid", "s4"}).error, "");
   EXPECT_EQ(api.bound().at("ml/y-1"), "s4");
+  ASSERT_TRUE((*extender)->WaitIdle(20000));
   EXPECT_EQ((*extender)->stats().commits, 0u);
   // An API server refusal fails the bind verb with its reason.
   api.set_fail(true);
   EXPECT_THAT((*extender)->Bind({"z-0", "ml", "", "s5"}).error,
               ::testing::HasSubstr("bind ml/z-0 to s5: api server answered 409: conflict"));
+}
+
+// phasord hung: its socket takes the request and never answers. While a
+// plan waits on it, the extender answers everything that needs no phasord
+// at once (no lock is held across phasord's calls), a second pod of the same
+// job waits for the same attempt instead of starting another, and both fail
+// open within the scheduler's httpTimeout.
+TEST(ExtenderE2eTest, NoLockIsHeldWhilePhasordHangsAndPlansFailOpenInTime) {
+  const std::string dir = ::phasor::testing::MakeTempDir();
+  zmq::context_t ctx;
+  zmq::socket_t hung(ctx, zmq::socket_type::router);
+  hung.set(zmq::sockopt::linger, 0);
+  hung.bind("ipc://" + dir + "/requests");
+  ExtenderOptions o;
+  o.phasord_endpoint = "ipc://" + dir + "/requests";
+  o.topology_path = Fabric();
+  o.phasord_timeout_ms = 1500;
+  o.http_timeout_ms = 2 * o.phasord_timeout_ms + kTimeoutMarginMs;
+  auto extender = Extender::Create(o);
+  ASSERT_TRUE(extender.ok()) << extender.status();
+  ExtenderArgs first, second, lone;
+  first.pod = *PodFromJson(PodJson("ml", "h-0", "h", 2, SquareProfile()), "Pod");
+  second.pod = *PodFromJson(PodJson("ml", "h-1", "h", 2, SquareProfile()), "Pod");
+  lone.pod = *PodFromJson(PodJson("ml", "alone", "", 1, json()), "Pod");
+  first.node_names = second.node_names = lone.node_names = AllNodes();
+  const auto start = std::chrono::steady_clock::now();
+  auto planning = std::async(std::launch::async, [&] { return (*extender)->Prioritize(first); });
+  // The plan's first call reached phasord, which keeps it.
+  zmq::pollitem_t item{hung.handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(5000)), 1);
+  auto waiting = std::async(std::launch::async, [&] { return (*extender)->Prioritize(second); });
+  // Calls that need no phasord are not held up by the one waiting for it.
+  auto neutral = std::async(std::launch::async, [&] { return (*extender)->Prioritize(lone); });
+  auto stats = std::async(std::launch::async, [&] { return (*extender)->stats(); });
+  ASSERT_EQ(neutral.wait_for(std::chrono::milliseconds(500)), std::future_status::ready);
+  ASSERT_EQ(stats.wait_for(std::chrono::milliseconds(500)), std::future_status::ready);
+  EXPECT_EQ(neutral.get()[0].score, 0);
+  EXPECT_EQ(stats.get().plan_failures, 0u);  // the plan is still waiting
+  const HostPriorityList a = planning.get();
+  const HostPriorityList b = waiting.get();
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (const HostPriorityList* l : {&a, &b}) {
+    for (const HostPriority& h : *l) EXPECT_EQ(h.score, 0) << h.host;
+  }
+  EXPECT_LT(took, std::chrono::milliseconds(o.http_timeout_ms));
+  EXPECT_EQ((*extender)->stats().plan_failures, 1u);  // one attempt for the two pods
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ExtenderE2eTest, PhasordStoppedAfterPlanningCommitsNothing) {
@@ -404,6 +460,7 @@ TEST(ExtenderE2eTest, PhasordStoppedAfterPlanningCommitsNothing) {
   EXPECT_EQ((*extender)->Prioritize(args)[0].score, 10);
   phasord.Stop();
   EXPECT_EQ((*extender)->Bind({"w-0", "ml", "ml-w-0-uid", "s1"}).error, "");
+  ASSERT_TRUE((*extender)->WaitIdle(20000));
   EXPECT_EQ((*extender)->stats().commits, 0u);
   EXPECT_EQ((*extender)->stats().commit_failures, 1u);
 }
@@ -596,9 +653,18 @@ TEST(ExtenderOptionsTest, BadOptionsNameTheOption) {
   EXPECT_EQ(Extender::Create(o, bind).status().message(), "topology_path: required");
   o.topology_path = Fabric();
   o.phasord_timeout_ms = 5000;
+  EXPECT_EQ(Extender::Create(o, bind).status().message(), "phasord_timeout_ms: must be in 1..2000");
+  // A plan's two calls must fit the scheduler's httpTimeout (1 s by default).
+  o.phasord_timeout_ms = 600;
   EXPECT_EQ(Extender::Create(o, bind).status().message(),
-            "phasord_timeout_ms: must be in 1..2000 (two calls must fit the scheduler's 5 s)");
+            "phasord_timeout_ms: 2 x 600 ms (a plan's snapshot and rank) + 100 ms must fit http_timeout_ms "
+            "(1000 ms, the scheduler's httpTimeout)");
+  o.http_timeout_ms = 1300;
+  EXPECT_TRUE(Extender::Create(o, bind).ok());
   o.phasord_timeout_ms = 200;
+  o.bind_verb = true;
+  EXPECT_EQ(Extender::Create(o, nullptr).status().message(), "bind: a bind function is required with bind_verb");
+  o.bind_verb = false;
   o.max_candidates = 0;
   EXPECT_EQ(Extender::Create(o, bind).status().message(), "max_candidates: must be in 1..256");
   o.max_candidates = 16;
