@@ -12,6 +12,8 @@
 //   phasor-probe --placements-from ipc:///run/phasor/requests --servers servers.txt
 //       --publish ipc:///run/phasor/profiles -- ...
 //       (flows between the servers of a job phasord placed are that job's)
+//   phasor-probe --gnmi leaf1=10.0.0.1:6030 --gnmi-user phasor --report-s 60
+//       (no capture: a switch's interface counters streamed over gNMI; gnmi_mode.h)
 // Exit status: 0 done, 2 bad input (options, pcap file, flow table), 1 other failures.
 #include <csignal>
 #include <cstdio>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cmd/phasor-probe/gnmi_mode.h"
 #include "integrations/client/placement_watcher.h"
 #include "integrations/client/profile_publisher.h"
 #include "probe/dpdk_probe.h"
@@ -69,8 +72,10 @@ int main(int argc, char** argv) {
 
   CLI::App app{
       "phasor-probe: captures RoCEv2 traffic through DPDK and writes per-job (or per-flow)\n"
-      "traffic profiles as JSON lines (and, with --publish, sends them to phasord).\n"
-      "Usage: phasor-probe [options] -- <EAL arguments>"};
+      "traffic profiles as JSON lines (and, with --publish, sends them to phasord); with\n"
+      "--gnmi, streams switch interface counters over gNMI instead (no EAL).\n"
+      "Usage: phasor-probe [options] -- <EAL arguments>\n"
+      "       phasor-probe --gnmi [NAME=]HOST:PORT[,...] [options]"};
   std::string flows_path, out_path = "-";
   ExtractorOptions extract;
   app.add_option("--bin-us", opt.counter.bin_us, "time bin width in microseconds")
@@ -134,6 +139,15 @@ int main(int argc, char** argv) {
                  "phasord's CURVE public key file (with --placements-keys)");
   app.add_option("--placements-keys", placements_keys,
                  "this probe's CURVE key pair PREFIX.pub/PREFIX.secret for --placements-from");
+  phasor::cmd::GnmiProbeOptions gnmi;
+  phasor::cmd::AddGnmiOptions(&app, gnmi.gnmi);
+  std::string publish_subjects;
+  app.add_option("--publish-subjects", publish_subjects,
+                 "--gnmi: what each interface direction is to phasord: lines "
+                 "'<target>/<interface>/<in|out> job|link <id>'");
+  app.add_option("--window-s", gnmi.window_s,
+                 "--gnmi: each report extracts the newest N s of readings")
+      ->capture_default_str();
   try {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {
@@ -141,6 +155,43 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  if (gnmi.gnmi.any()) {
+    // No capture: the counters come from the switches.
+    if (split != argc) {
+      std::cerr << "phasor-probe: --gnmi takes no EAL arguments (nothing after '--')\n";
+      return 2;
+    }
+    if (!flows_path.empty() || !placements.endpoint.empty() || !publish_link.empty() ||
+        opt.counter.tcp_udp) {
+      std::cerr << "phasor-probe: --flows, --placements-from, --publish-link and --tcp-udp are "
+                   "for packet capture, not --gnmi\n";
+      return 2;
+    }
+    gnmi.report_s = opt.report_s;
+    gnmi.duration_s = opt.duration_s;
+    gnmi.extract = extract;
+    gnmi.publish = publish;
+    gnmi.publish_server_key = publish_server_key;
+    gnmi.publish_keys = publish_keys;
+    gnmi.publish_subjects = publish_subjects;
+    std::ofstream gnmi_file;
+    std::ostream* gnmi_out = &std::cout;
+    if (out_path != "-") {
+      gnmi_file.open(out_path);
+      if (!gnmi_file) {
+        std::cerr << "phasor-probe: --out: cannot open '" << out_path << "'\n";
+        return 2;
+      }
+      gnmi_out = &gnmi_file;
+    }
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    return phasor::cmd::RunGnmiProbe(gnmi, g_interrupted, *gnmi_out, std::cerr);
+  }
+  if (!publish_subjects.empty()) {
+    std::cerr << "phasor-probe: --publish-subjects is for --gnmi (captured jobs come from --flows)\n";
+    return 2;
+  }
   FlowJobTable table;
   if (!flows_path.empty()) {
     auto t = FlowJobTable::Load(flows_path);

@@ -27,6 +27,7 @@
 #include "cmd/phasor/commands.h"
 #include "cmd/phasor/profile_sources.h"
 #include "probe/profile_report.h"
+#include "probe/subject_table.h"
 
 namespace phasor::cmd {
 namespace {
@@ -45,22 +46,16 @@ using SubjectTable = std::map<std::string, std::pair<v1::ProfileUpdate::SubjectK
 
 // --publish-subjects: lines "<measured subject> job|link <id>", '#' comments.
 SubjectTable ReadSubjects(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) FailProfile(kExitBadInput, "--publish-subjects: cannot read '" + path + "'");
+  auto parsed = probe::LoadSubjectTable(path);
+  if (!parsed.ok()) {
+    const std::string message(parsed.status().message());
+    FailProfile(kExitBadInput, message.starts_with("cannot read")
+                                   ? "--publish-subjects: " + message
+                                   : message);
+  }
   SubjectTable table;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream fields(line);
-    std::string subject, kind, id, extra;
-    if (!(fields >> subject)) continue;
-    const std::string where = absl::StrCat(path, ":", number, ": ");
-    if (!(fields >> kind >> id) || (fields >> extra)) {
-      FailProfile(kExitBadInput, where + "expected '<measured subject> job|link <id>'");
-    }
-    if (kind != "job" && kind != "link")
-      FailProfile(kExitBadInput, where + "'" + kind + "' is not job or link");
-    table[subject] = {kind == "job" ? v1::ProfileUpdate::JOB : v1::ProfileUpdate::LINK, id};
+  for (const auto& [subject, to] : *parsed) {
+    table[subject] = {to.link ? v1::ProfileUpdate::LINK : v1::ProfileUpdate::JOB, to.id};
   }
   return table;
 }
