@@ -70,7 +70,8 @@ absl::StatusOr<GnmiTarget> ParseGnmiTarget(absl::string_view text);
 
 struct GnmiOptions {
   std::vector<GnmiTarget> targets;  // required, one or more
-  // Subscription paths, gNMI path strings ("[origin:]/elem[key=value]/...").
+  // Subscription paths, gNMI path strings "[origin:]/elem[key=value]/..."
+  // (the leading '/' optional; '/' inside brackets is literal; '\' escapes).
   std::vector<std::string> paths = {kGnmiInOctetsPath, kGnmiOutOctetsPath};
   std::string prefix_target;  // the prefix's Path.target (SONiC: "OC-YANG", "COUNTERS_DB")
   int64_t sample_interval_us = 100000;  // SAMPLE interval, 1 ms .. 1 h

@@ -606,6 +606,26 @@ TEST(GnmiDecodeTest, ValuesPathsAndBadInput) {
   ASSERT_EQ(d->size(), 1u);
   EXPECT_EQ(d->at(0).time_us, 777);
 
+  // OpenConfig's interface list as one JSON subtree (a subscription to
+  // /interfaces): each entry's "name" is its interface.
+  gnmi::SubscribeResponse tree;
+  gnmi::Update* whole = tree.mutable_update()->add_update();
+  whole->mutable_path()->add_elem()->set_name("openconfig-interfaces:interfaces");
+  whole->mutable_val()->set_json_ietf_val(
+      R"({"interface": [{"name": "Ethernet5", "state": {"counters": {"in-octets": "10",
+          "out-octets": "20", "in-pkts": "1"}}}, {"name": "Ethernet6", "state": {"counters":
+          {"openconfig-interfaces:out-octets": 30}}}]})");
+  GnmiDecodeCounts tree_counts;
+  d = DecodeGnmiResponse(Serialized(tree), 1, &tree_counts);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 3u);
+  EXPECT_EQ(d->at(0).interface, "Ethernet5");
+  EXPECT_EQ(d->at(1).value, 20u);
+  EXPECT_TRUE(d->at(1).out);
+  EXPECT_EQ(d->at(2).interface, "Ethernet6");
+  EXPECT_EQ(d->at(2).value, 30u);
+  EXPECT_EQ(tree_counts.bad_values + tree_counts.unattributed, 0u);
+
   gnmi::SubscribeResponse sync;
   sync.set_sync_response(true);
   GnmiDecodeCounts counts3;
