@@ -525,7 +525,6 @@ struct GnmiCollector::Impl {
     if (r.empty() || time_us > r.back().time_us) {
       r.push_back({time_us, value});
     } else {
-      ++t.stats.out_of_order;
       auto pos =
           std::lower_bound(r.begin(), r.end(), time_us,
                            [](const CounterReading& a, int64_t time) { return a.time_us < time; });
@@ -537,6 +536,7 @@ struct GnmiCollector::Impl {
         }
         return;
       }
+      ++t.stats.out_of_order;
       r.insert(pos, {time_us, value});
     }
     // Bounds: the window and the per-series cap, checked now and then.

@@ -107,7 +107,7 @@ struct GnmiTargetStats {
   uint64_t notifications = 0;      // Notification messages
   uint64_t readings = 0;           // octet counter values taken
   uint64_t sync_responses = 0;     // sync_response messages
-  uint64_t out_of_order = 0;       // readings older than the series' newest when they arrived
+  uint64_t out_of_order = 0;       // new readings older than the series' newest on arrival
   uint64_t duplicates = 0;         // same timestamp, same value: dropped
   uint64_t conflicts = 0;          // same timestamp, another value: the first kept
   uint64_t wraps = 0;              // counter64 wraps unwrapped (as of the last Snapshot())
