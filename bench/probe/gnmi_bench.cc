@@ -226,6 +226,12 @@ int main(int argc, char** argv) {
       {"profiles_within_1pct", right},
       {"worst_period_error_pct", 100 * worst},
       {"extraction_cpu_s", extract_cpu},
+      {"client_max_rss_mb",
+       [] {
+         rusage u{};
+         getrusage(RUSAGE_SELF, &u);
+         return u.ru_maxrss / 1024.0;
+       }()},
       {"load_average_1m", [] {
          double l[3] = {0, 0, 0};
          getloadavg(l, 3);
