@@ -275,46 +275,28 @@ struct Decoder {
     const gnmi::TypedValue& v = u.val();
     const bool json = v.value_case() == gnmi::TypedValue::kJsonVal ||
                       v.value_case() == gnmi::TypedValue::kJsonIetfVal;
+    nlohmann::json parsed;
     if (json) {
       const std::string& text =
           v.value_case() == gnmi::TypedValue::kJsonVal ? v.json_val() : v.json_ietf_val();
-      nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      const char* why = nullptr;
       if (parsed.is_discarded()) {
-        if (leaf != Leaf::kNone) {
-          Bad(absl::StrCat(iface, " ", last, ": '", text.substr(0, 80), "' is not JSON"));
-        } else {
-          ++counts->other_leaves;
-        }
-        return;
-      }
-      if (parsed.is_structured()) {
+        why = "' is not JSON";
+      } else if (parsed.is_structured()) {
         // A subtree (a container subscription, SONiC's per-port objects, a
         // leaf wrapped as {"module:leaf": value}).
-        const std::string context = wildcard ? std::string() : iface;
-        if (Walk(parsed, context, time_us, 0) > 0) return;
+        if (Walk(parsed, wildcard ? std::string() : iface, time_us, 0) > 0) return;
+        why = "' holds no octet counter";
+      }
+      if (why != nullptr) {
         if (leaf != Leaf::kNone) {
-          Bad(absl::StrCat(iface, " ", last, ": '", text.substr(0, 80),
-                           "' holds no octet counter"));
+          Bad(absl::StrCat(iface, " ", last, ": '", text.substr(0, 80), why));
         } else {
           ++counts->other_leaves;
         }
         return;
       }
-      if (leaf == Leaf::kNone) {
-        ++counts->other_leaves;
-        return;
-      }
-      if (iface.empty() || wildcard) {
-        ++counts->unattributed;
-        return;
-      }
-      uint64_t value = 0;
-      if (!CountOf(parsed, &value)) {
-        Bad(absl::StrCat(iface, " ", last, ": '", parsed.dump(), "' is not a count"));
-        return;
-      }
-      (*sink)(iface, leaf == Leaf::kOut, value, time_us);
-      return;
     }
     if (leaf == Leaf::kNone) {
       ++counts->other_leaves;
@@ -324,7 +306,16 @@ struct Decoder {
       ++counts->unattributed;
       return;
     }
-    Scalar(v, iface, leaf, time_us);
+    if (!json) {
+      Scalar(v, iface, leaf, time_us);
+      return;
+    }
+    uint64_t value = 0;
+    if (!CountOf(parsed, &value)) {
+      Bad(absl::StrCat(iface, " ", last, ": '", parsed.dump(), "' is not a count"));
+      return;
+    }
+    (*sink)(iface, leaf == Leaf::kOut, value, time_us);
   }
 
   void Response(const gnmi::SubscribeResponse& r, int64_t receive_time_us) {

@@ -38,6 +38,18 @@ std::atomic<bool> g_interrupted{false};
 
 void OnSignal(int) { g_interrupted = true; }
 
+// --out: stdout for "-", else the file (opened into `file`); nullptr (said
+// on stderr) when it cannot be opened.
+std::ostream* OpenOut(const std::string& path, std::ofstream& file) {
+  if (path == "-") return &std::cout;
+  file.open(path);
+  if (!file) {
+    std::cerr << "phasor-probe: --out: cannot open '" << path << "'\n";
+    return nullptr;
+  }
+  return &file;
+}
+
 int ExitCode(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
@@ -111,14 +123,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   PublisherOptions publish;
   std::string publish_server_key, publish_keys, publish_link;
-  app.add_option("--publish", publish.endpoint,
-                 "also send every periodic job profile to phasord's profile_endpoint as a ProfileUpdate\n"
-                 "(tcp://HOST:PORT or ipc://PATH; plain only for ipc:// and loopback, else CURVE keys)");
-  app.add_option("--publish-server-key", publish_server_key, "phasord's CURVE public key file (with --publish-keys)");
-  app.add_option("--publish-keys", publish_keys,
-                 "this probe's CURVE key pair PREFIX.pub/PREFIX.secret from `phasor keygen --out PREFIX`");
-  app.add_option("--publish-link", publish_link,
-                 "also publish all captured RoCE traffic as the profile of this link id (a mirror port)");
+  app.add_option(
+      "--publish", publish.endpoint,
+      "also send every periodic job profile to phasord's profile_endpoint as a ProfileUpdate\n"
+      "(tcp://HOST:PORT or ipc://PATH; plain only for ipc:// and loopback, else CURVE keys)");
+  app.add_option("--publish-server-key", publish_server_key,
+                 "phasord's CURVE public key file (with --publish-keys)");
+  app.add_option(
+      "--publish-keys", publish_keys,
+      "this probe's CURVE key pair PREFIX.pub/PREFIX.secret from `phasor keygen --out PREFIX`");
+  app.add_option(
+      "--publish-link", publish_link,
+      "also publish all captured RoCE traffic as the profile of this link id (a mirror port)");
   app.add_option("--publish-timeout-ms", publish.send_timeout_ms,
                  "longest wait of one send while phasord is reachable (none while it is not)")
       ->capture_default_str();
@@ -126,14 +142,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   PlacementWatcherOptions placements;
   std::string servers_path, placements_server_key, placements_keys;
-  app.add_option("--placements-from", placements.endpoint,
-                 "phasord's request_endpoint: flows between the servers of a job it placed are that job's\n"
-                 "(asked at start and every --placements-poll-ms; after the --flows rules, which win)");
+  app.add_option(
+      "--placements-from", placements.endpoint,
+      "phasord's request_endpoint: flows between the servers of a job it placed are that job's\n"
+      "(asked at start and every --placements-poll-ms; after the --flows rules, which win)");
   app.add_option("--servers", servers_path,
                  "server -> address table for --placements-from: lines '<server> <ip> [<ip>...]'");
-  app.add_option("--placements-poll-ms", placements.poll_ms, "time between two polls of phasord's placement")
+  app.add_option("--placements-poll-ms", placements.poll_ms,
+                 "time between two polls of phasord's placement")
       ->capture_default_str();
-  app.add_option("--placements-timeout-ms", placements.timeout_ms, "longest wait for one answer of phasord")
+  app.add_option("--placements-timeout-ms", placements.timeout_ms,
+                 "longest wait for one answer of phasord")
       ->capture_default_str();
   app.add_option("--placements-server-key", placements_server_key,
                  "phasord's CURVE public key file (with --placements-keys)");
@@ -175,21 +194,15 @@ int main(int argc, char** argv) {
     gnmi.publish_keys = publish_keys;
     gnmi.publish_subjects = publish_subjects;
     std::ofstream gnmi_file;
-    std::ostream* gnmi_out = &std::cout;
-    if (out_path != "-") {
-      gnmi_file.open(out_path);
-      if (!gnmi_file) {
-        std::cerr << "phasor-probe: --out: cannot open '" << out_path << "'\n";
-        return 2;
-      }
-      gnmi_out = &gnmi_file;
-    }
+    std::ostream* gnmi_out = OpenOut(out_path, gnmi_file);
+    if (gnmi_out == nullptr) return 2;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
     return phasor::cmd::RunGnmiProbe(gnmi, g_interrupted, *gnmi_out, std::cerr);
   }
   if (!publish_subjects.empty()) {
-    std::cerr << "phasor-probe: --publish-subjects is for --gnmi (captured jobs come from --flows)\n";
+    std::cerr
+        << "phasor-probe: --publish-subjects is for --gnmi (captured jobs come from --flows)\n";
     return 2;
   }
   FlowJobTable table;
@@ -209,7 +222,8 @@ int main(int argc, char** argv) {
     }
     auto t = FlowJobTable::Parse(publish_link + " * *\n", "--publish-link");
     if (!t.ok()) {
-      std::cerr << "phasor-probe: --publish-link: '" << publish_link << "' is not a link id (no spaces or '#')\n";
+      std::cerr << "phasor-probe: --publish-link: '" << publish_link
+                << "' is not a link id (no spaces or '#')\n";
       return 2;
     }
     link_table = *t;
@@ -247,7 +261,8 @@ int main(int argc, char** argv) {
     }
     watcher = *std::move(w);
   } else if (!servers_path.empty() || !placements_server_key.empty() || !placements_keys.empty()) {
-    std::cerr << "phasor-probe: --servers, --placements-server-key and --placements-keys need --placements-from\n";
+    std::cerr << "phasor-probe: --servers, --placements-server-key and --placements-keys need "
+                 "--placements-from\n";
     return 2;
   }
   std::unique_ptr<ProfilePublisher> publisher;
@@ -271,15 +286,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (out_path != "-") {
-    file.open(out_path);
-    if (!file) {
-      std::cerr << "phasor-probe: --out: cannot open '" << out_path << "'\n";
-      return 2;
-    }
-    out = &file;
-  }
+  std::ostream* out = OpenOut(out_path, file);
+  if (out == nullptr) return 2;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   if (watcher != nullptr) {

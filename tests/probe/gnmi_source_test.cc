@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -42,6 +43,30 @@ GnmiOptions OptionsFor(const GnmiTargetProcess& target, int64_t duration_ms) {
   o.backoff_max_us = 2000000;
   o.connect_timeout_us = 2000000;
   return o;
+}
+
+// What one Collect() from a target gave: the series (or the error), what
+// the source's stream did, and what the target sent (read after stopping it).
+struct Streamed {
+  absl::StatusOr<CounterCollection> collection;
+  std::vector<GnmiTargetStats> stats;
+  std::map<std::string, std::map<int64_t, uint64_t>> sent;  // see SentSamples
+};
+
+std::map<std::string, std::map<int64_t, uint64_t>> SentSamples(const GnmiTargetProcess& target);
+
+// Streams from `target` for `duration_ms` with OptionsFor() as `tweak`
+// changes them, then stops the target.
+Streamed StreamFrom(GnmiTargetProcess& target, int64_t duration_ms,
+                    const std::function<void(GnmiOptions&)>& tweak = nullptr) {
+  GnmiOptions o = OptionsFor(target, duration_ms);
+  if (tweak) tweak(o);
+  GnmiSource source(o);
+  Streamed out{source.Collect(), {}, {}};
+  out.stats = source.stats();
+  target.Stop();
+  out.sent = SentSamples(target);
+  return out;
 }
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -134,10 +159,9 @@ TEST(GnmiSourceTest, StreamsCountersThatGiveTheGeneratedPeriods) {
                       {Interface("Ethernet0", 0.4), Interface("Ethernet4", 0.5),
                        Interface("Ethernet8", 0.8, 0.5)}}});
   ASSERT_GT(target.port(), 0) << target.error();
-  GnmiSource source(OptionsFor(target, 5000));
-  auto c = source.Collect();
-  ASSERT_TRUE(c.ok()) << c.status();
-  target.Stop();
+  const Streamed r = StreamFrom(target, 5000);
+  ASSERT_TRUE(r.collection.ok()) << r.collection.status();
+  const CounterCollection& c = *r.collection;
   // One Subscribe: STREAM mode, PROTO encoding, the two octet leaves SAMPLEd
   // every 20 ms.
   const auto subscribes = Events(target, "subscribe");
@@ -149,29 +173,28 @@ TEST(GnmiSourceTest, StreamsCountersThatGiveTheGeneratedPeriods) {
             nlohmann::json({"interfaces/interface/state/counters/in-octets",
                             "interfaces/interface/state/counters/out-octets"}));
   // Every sample the target sent, exactly, as intervals.
-  const auto sent = SentSamples(target);
-  ASSERT_EQ(sent.size(), 6u);
-  ASSERT_EQ(c->series.size(), 6u);
-  for (const auto& [series, samples] : sent) {
+  ASSERT_EQ(r.sent.size(), 6u);
+  ASSERT_EQ(c.series.size(), 6u);
+  for (const auto& [series, samples] : r.sent) {
     EXPECT_GT(samples.size(), 150u) << series;
-    ExpectIntervals(*c, "t/" + series, samples);
+    ExpectIntervals(c, "t/" + series, samples);
   }
-  const CounterSeries* s = Find(*c, "t/Ethernet0/out");
+  const CounterSeries* s = Find(c, "t/Ethernet0/out");
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->source, "gnmi:" + target.address());
   ASSERT_TRUE(s->sampling.has_value());
   EXPECT_EQ(s->sampling->interval_us, 20000);
   EXPECT_LT(s->sampling->jitter_mean_us, 10000);
-  EXPECT_EQ(c->bin_us, 20000u);
-  ExpectPeriods(*c, {{"t/Ethernet0/out", 0.4},
-                     {"t/Ethernet4/out", 0.5},
-                     {"t/Ethernet8/out", 0.8},
-                     {"t/Ethernet4/in", 0.5}});
-  ASSERT_EQ(source.stats().size(), 1u);
-  EXPECT_EQ(source.stats()[0].streams, 1u);
-  EXPECT_EQ(source.stats()[0].failures, 0u);
-  EXPECT_EQ(source.stats()[0].out_of_order, 0u);
-  EXPECT_EQ(source.stats()[0].sync_responses, 1u);
+  EXPECT_EQ(c.bin_us, 20000u);
+  ExpectPeriods(c, {{"t/Ethernet0/out", 0.4},
+                    {"t/Ethernet4/out", 0.5},
+                    {"t/Ethernet8/out", 0.8},
+                    {"t/Ethernet4/in", 0.5}});
+  ASSERT_EQ(r.stats.size(), 1u);
+  EXPECT_EQ(r.stats[0].streams, 1u);
+  EXPECT_EQ(r.stats[0].failures, 0u);
+  EXPECT_EQ(r.stats[0].out_of_order, 0u);
+  EXPECT_EQ(r.stats[0].sync_responses, 1u);
 }
 
 TEST(GnmiSourceTest, OutOfOrderAndDuplicateUpdates) {
@@ -180,15 +203,13 @@ TEST(GnmiSourceTest, OutOfOrderAndDuplicateUpdates) {
                                           {"duplicate_every", 7},
                                           {"seed", 3}});
   ASSERT_GT(target.port(), 0) << target.error();
-  GnmiSource source(OptionsFor(target, 4000));
-  auto c = source.Collect();
-  ASSERT_TRUE(c.ok()) << c.status();
-  target.Stop();
-  const auto sent = SentSamples(target);
-  ASSERT_EQ(sent.size(), 2u);
+  const Streamed r = StreamFrom(target, 4000);
+  ASSERT_TRUE(r.collection.ok()) << r.collection.status();
+  const CounterCollection& c = *r.collection;
+  ASSERT_EQ(r.sent.size(), 2u);
   // Sorted back into time order, each sample once: exactly what was sent.
-  for (const auto& [series, samples] : sent) ExpectIntervals(*c, "t/" + series, samples);
-  const GnmiTargetStats& st = source.stats().at(0);
+  for (const auto& [series, samples] : r.sent) ExpectIntervals(c, "t/" + series, samples);
+  const GnmiTargetStats& st = r.stats.at(0);
   EXPECT_GT(st.out_of_order, 20u);
   // Every resent notification carries two readings (in and out); a resend
   // cut off by the end of the stream may not have arrived.
@@ -197,10 +218,9 @@ TEST(GnmiSourceTest, OutOfOrderAndDuplicateUpdates) {
   EXPECT_LE(st.duplicates, 2 * resent);
   EXPECT_GE(st.duplicates + 2, 2 * resent);
   EXPECT_EQ(st.conflicts, 0u);
-  ExpectPeriods(*c, {{"t/Ethernet0/out", 0.5}, {"t/Ethernet0/in", 0.5}});
+  ExpectPeriods(c, {{"t/Ethernet0/out", 0.5}, {"t/Ethernet0/in", 0.5}});
   bool noted = false;
-  for (const std::string& n : c->notes)
-    noted |= n.find("duplicate(s) dropped") != std::string::npos;
+  for (const std::string& n : c.notes) noted |= n.find("duplicate(s) dropped") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -211,19 +231,17 @@ TEST(GnmiSourceTest, DroppedConnectionsAreRetriedWithExponentialBackoff) {
                                           {"drop_every_s", 1.2},
                                           {"refuse_after_drop", 3}});
   ASSERT_GT(target.port(), 0) << target.error();
-  GnmiSource source(OptionsFor(target, 7000));
-  auto c = source.Collect();
-  ASSERT_TRUE(c.ok()) << c.status();
-  target.Stop();
+  const Streamed r = StreamFrom(target, 7000);
+  ASSERT_TRUE(r.collection.ok()) << r.collection.status();
   std::vector<nlohmann::json> log = target.Log();
   // After the first drop: the refused attempts and the one that streams.
   int64_t drop_t = 0;
   std::vector<int64_t> attempts;
-  for (const nlohmann::json& r : log) {
-    const std::string e = r.value("event", "");
-    if (e == "drop" && drop_t == 0) drop_t = r["t"].get<int64_t>();
+  for (const nlohmann::json& record : log) {
+    const std::string e = record.value("event", "");
+    if (e == "drop" && drop_t == 0) drop_t = record["t"].get<int64_t>();
     if (e == "subscribe" && drop_t != 0 && attempts.size() < 4)
-      attempts.push_back(r["t"].get<int64_t>());
+      attempts.push_back(record["t"].get<int64_t>());
   }
   ASSERT_NE(drop_t, 0);
   ASSERT_EQ(attempts.size(), 4u);
@@ -238,13 +256,13 @@ TEST(GnmiSourceTest, DroppedConnectionsAreRetriedWithExponentialBackoff) {
     previous = attempts[i];
     nominal *= 2;
   }
-  const GnmiTargetStats& st = source.stats().at(0);
+  const GnmiTargetStats& st = r.stats.at(0);
   EXPECT_GE(st.streams, 2u);
   EXPECT_GE(st.failures, 4u);
   EXPECT_FALSE(st.gave_up);
   EXPECT_NE(st.last_error.find("UNAVAILABLE"), std::string::npos) << st.last_error;
   // The outages are gaps; the pattern is still read.
-  ExpectPeriods(*c, {{"t/Ethernet0/out", 0.5}});
+  ExpectPeriods(*r.collection, {{"t/Ethernet0/out", 0.5}});
 }
 
 TEST(GnmiSourceTest, CounterWrapsAndResets) {
@@ -256,21 +274,17 @@ TEST(GnmiSourceTest, CounterWrapsAndResets) {
   reset["reset_at_s"] = 2.0;
   GnmiTargetProcess target(nlohmann::json{{"interfaces", {wrapping, reset}}});
   ASSERT_GT(target.port(), 0) << target.error();
-  GnmiSource source(OptionsFor(target, 5000));
-  auto c = source.Collect();
-  ASSERT_TRUE(c.ok()) << c.status();
-  target.Stop();
-  const auto sent = SentSamples(target);
-  ASSERT_EQ(sent.size(), 4u);
-  // The wrapped increases are exact; the interval across the reset is gone.
-  for (const auto& [series, samples] : sent) ExpectIntervals(*c, "t/" + series, samples);
-  const CounterSeries* reset_out = Find(*c, "t/Ethernet4/out");
-  ASSERT_NE(reset_out, nullptr);
-  EXPECT_EQ(reset_out->intervals.size(), sent.at("Ethernet4/out").size() - 2);
-  const GnmiTargetStats& st = source.stats().at(0);
+  const Streamed r = StreamFrom(target, 5000);
+  ASSERT_TRUE(r.collection.ok()) << r.collection.status();
+  const CounterCollection& c = *r.collection;
+  ASSERT_EQ(r.sent.size(), 4u);
+  // The wrapped increases are exact; the interval across the reset is gone
+  // (ExpectIntervals expects none there).
+  for (const auto& [series, samples] : r.sent) ExpectIntervals(c, "t/" + series, samples);
+  const GnmiTargetStats& st = r.stats.at(0);
   EXPECT_EQ(st.wraps, 2u);   // in and out of Ethernet0
   EXPECT_EQ(st.resets, 2u);  // in and out of Ethernet4
-  ExpectPeriods(*c, {{"t/Ethernet0/out", 0.5}, {"t/Ethernet4/out", 0.5}});
+  ExpectPeriods(c, {{"t/Ethernet0/out", 0.5}, {"t/Ethernet4/out", 0.5}});
 }
 
 TEST(GnmiSourceTest, TargetThatAcceptsTheSubscriptionAndNeverSends) {
@@ -411,23 +425,23 @@ TEST(GnmiSourceTest, JsonIetfContainersAndBadValues) {
   // of Ethernet4's out-octets is "n/a".
   nlohmann::json bad = Interface("Ethernet4", 0.5);
   bad["bad_every"] = 5;
-  GnmiTargetProcess target(
-      {{"style", "json_ietf_container"}, {"interfaces", {Interface("Ethernet0", 0.4), bad}}});
+  GnmiTargetProcess target(nlohmann::json{{"style", "json_ietf_container"},
+                                          {"interfaces", {Interface("Ethernet0", 0.4), bad}}});
   ASSERT_GT(target.port(), 0) << target.error();
-  GnmiOptions o = OptionsFor(target, 4000);
-  o.encoding = "json_ietf";
-  o.paths = {"/interfaces/interface[name=*]/state/counters"};
-  GnmiSource source(o);
-  auto c = source.Collect();
-  ASSERT_TRUE(c.ok()) << c.status();
-  target.Stop();
+  const Streamed r = StreamFrom(target, 4000, [](GnmiOptions& o) {
+    o.encoding = "json_ietf";
+    o.paths = {"/interfaces/interface[name=*]/state/counters"};
+  });
+  ASSERT_TRUE(r.collection.ok()) << r.collection.status();
   EXPECT_EQ(Events(target, "subscribe").at(0)["encoding"], 4);
-  const auto sent = SentSamples(target);
-  for (const auto& [series, samples] : sent) ExpectIntervals(*c, "t/" + series, samples);
-  const GnmiTargetStats& st = source.stats().at(0);
+  ASSERT_EQ(r.sent.size(), 4u);
+  for (const auto& [series, samples] : r.sent) {
+    ExpectIntervals(*r.collection, "t/" + series, samples);
+  }
+  const GnmiTargetStats& st = r.stats.at(0);
   EXPECT_GT(st.bad_values, 20u);
   EXPECT_EQ(st.first_bad_value, "Ethernet4 out-octets: '\"n/a\"' is not a count");
-  ExpectPeriods(*c, {{"t/Ethernet0/out", 0.4}, {"t/Ethernet4/out", 0.5}});
+  ExpectPeriods(*r.collection, {{"t/Ethernet0/out", 0.4}, {"t/Ethernet4/out", 0.5}});
 }
 
 TEST(GnmiSourceTest, SonicCountersDbPerPortObjects) {
@@ -435,21 +449,20 @@ TEST(GnmiSourceTest, SonicCountersDbPerPortObjects) {
       nlohmann::json{{"style", "sonic_counters_db"},
                      {"interfaces", {Interface("Ethernet0", 0.4), Interface("Ethernet4", 0.6)}}});
   ASSERT_GT(target.port(), 0) << target.error();
-  GnmiOptions o = OptionsFor(target, 4000);
-  o.encoding = "json_ietf";
-  o.prefix_target = "COUNTERS_DB";
-  o.paths = {"COUNTERS/Ethernet*"};
-  GnmiSource source(o);
-  auto c = source.Collect();
-  ASSERT_TRUE(c.ok()) << c.status();
-  target.Stop();
+  const Streamed r = StreamFrom(target, 4000, [](GnmiOptions& o) {
+    o.encoding = "json_ietf";
+    o.prefix_target = "COUNTERS_DB";
+    o.paths = {"COUNTERS/Ethernet*"};
+  });
+  ASSERT_TRUE(r.collection.ok()) << r.collection.status();
   const auto subscribe = Events(target, "subscribe").at(0);
   EXPECT_EQ(subscribe["prefix_target"], "COUNTERS_DB");
   EXPECT_EQ(subscribe["paths"], nlohmann::json({"COUNTERS/Ethernet*"}));
-  const auto sent = SentSamples(target);
-  ASSERT_EQ(sent.size(), 4u);
-  for (const auto& [series, samples] : sent) ExpectIntervals(*c, "t/" + series, samples);
-  ExpectPeriods(*c, {{"t/Ethernet0/out", 0.4}, {"t/Ethernet4/in", 0.6}});
+  ASSERT_EQ(r.sent.size(), 4u);
+  for (const auto& [series, samples] : r.sent) {
+    ExpectIntervals(*r.collection, "t/" + series, samples);
+  }
+  ExpectPeriods(*r.collection, {{"t/Ethernet0/out", 0.4}, {"t/Ethernet4/in", 0.6}});
 }
 
 TEST(GnmiSourceTest, TwoTargetsOneOfThemDown) {
