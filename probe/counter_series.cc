@@ -75,6 +75,10 @@ std::vector<CounterInterval> DeltasFromReadings(const std::vector<CounterReading
     double delta;
     if (b.value >= a.value) {
       delta = static_cast<double>(b.value - a.value);
+    } else if (width_bits >= 64 && a.value >= (uint64_t{3} << 62) &&
+               b.value < (uint64_t{1} << 62)) {
+      delta = static_cast<double>(b.value - a.value);  // modulo 2^64: the wrapped increase
+      if (wraps) ++*wraps;
     } else if (width_bits < 64 && static_cast<double>(a.value) < range &&
                static_cast<double>(a.value) >= 0.75 * range &&
                static_cast<double>(b.value) < 0.25 * range) {

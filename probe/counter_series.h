@@ -25,9 +25,9 @@ struct CounterInterval {
 // asked for a read every `interval_us`; `jitter` is how late each kept read
 // was against its scheduled time (its real time is what the intervals use).
 struct SamplingReport {
-  int64_t interval_us = 0;   // the polling interval asked for
-  uint64_t reads = 0;        // reads kept
-  uint64_t late = 0;         // reads dropped: later than max_late_us after their slot
+  int64_t interval_us = 0;    // the polling interval asked for
+  uint64_t reads = 0;         // reads kept
+  uint64_t late = 0;          // reads dropped: later than max_late_us after their slot
   double jitter_mean_us = 0;  // mean lateness of the kept reads
   double jitter_p99_us = 0;   // 99th percentile
   double jitter_max_us = 0;   // largest
@@ -60,8 +60,8 @@ absl::StatusOr<BinnedSeries> Resample(const std::vector<CounterInterval>& interv
 
 // Turns cumulative readings of a counter into intervals of `scale` times
 // the counter's increase. A reading below the previous one is a wrap when
-// the previous value lies in the top quarter of the `width_bits` range and
-// the new one in the bottom quarter, otherwise a reset (the counter was
+// the previous value lies in the top quarter of the `width_bits` range (up
+// to 64) and the new one in the bottom quarter, otherwise a reset (the counter was
 // cleared or the driver reloaded): that interval is dropped and counted in
 // *resets, and the next one starts from the new value.
 struct CounterReading {

@@ -22,13 +22,18 @@ absl::StatusOr<MeasuredProfile> MeasureBinned(const std::string& subject, const 
 absl::StatusOr<Measurement> Measure(CounterSource& source, const MeasureOptions& options) {
   absl::StatusOr<CounterCollection> collected = source.Collect();
   if (!collected.ok()) return collected.status();
+  return MeasureCollection(*std::move(collected), options);
+}
+
+absl::StatusOr<Measurement> MeasureCollection(CounterCollection collection,
+                                              const MeasureOptions& options) {
   Measurement out;
-  out.notes = std::move(collected->notes);
+  out.notes = std::move(collection.notes);
   ResampleOptions ro;
-  ro.bin_us = options.bin_us ? options.bin_us : collected->bin_us;
+  ro.bin_us = options.bin_us ? options.bin_us : collection.bin_us;
   // An interval a few bins long is slow sampling, not a gap.
   ro.max_interval_us = std::max<int64_t>(ro.max_interval_us, 4 * int64_t{ro.bin_us});
-  for (const CounterSeries& s : collected->series) {
+  for (const CounterSeries& s : collection.series) {
     absl::StatusOr<BinnedSeries> binned = Resample(s.intervals, ro);
     if (!binned.ok()) {
       return absl::Status(binned.status().code(),

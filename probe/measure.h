@@ -46,6 +46,10 @@ struct MeasureOptions {
 // not an error.
 absl::StatusOr<Measurement> Measure(CounterSource& source, const MeasureOptions& options);
 
+// The same for series already collected (a live source's snapshot).
+absl::StatusOr<Measurement> MeasureCollection(CounterCollection collection,
+                                              const MeasureOptions& options);
+
 // The profile of one already binned series (the capture path's subjects).
 absl::StatusOr<MeasuredProfile> MeasureBinned(const std::string& subject, const std::string& source,
                                               const BinnedSeries& series,

@@ -165,6 +165,131 @@ Explained ExplainedShare(const std::vector<double>& v, double period, int bins, 
   return e;
 }
 
+// r at a fractional lag, linearly interpolated (NaN when a neighbour is).
+double AcfAt(const std::vector<double>& r, double lag) {
+  if (!(lag >= 0)) return kNaN;
+  const size_t i = static_cast<size_t>(lag);
+  if (i + 1 >= r.size()) return kNaN;
+  const double f = lag - static_cast<double>(i);
+  return (1 - f) * r[i] + f * r[i + 1];
+}
+
+// The mean of r over the first `multiples` multiples of p (those with a
+// value): how well every iteration lines up with the ones p, 2p, ... after
+// it. Per-iteration timing noise makes each hill of r broad and, when the
+// noise has structure, off-centre (the mode of the interval between two
+// bursts is not its mean), but every hill is centred on its multiple on
+// average, so their sum peaks at the period itself.
+double HarmonicAcf(const std::vector<double>& r, double p, int multiples) {
+  double sum = 0;
+  int count = 0;
+  for (int j = 1; j <= multiples; ++j) {
+    const double x = AcfAt(r, j * p);
+    if (std::isnan(x)) continue;
+    sum += x;
+    ++count;
+  }
+  return count > 0 ? sum / count : kNaN;
+}
+
+// What RefinePeriod reads.
+struct RefineContext {
+  const std::vector<double>& v;  // the series
+  const std::vector<double>& r;  // its autocorrelation
+  double min_lag = 2;
+  size_t lag_hi = 0;
+  double fold_cycles = 32;
+};
+
+// Refinement of the autocorrelation peak at `lag` below one bin (step 4 of
+// the header): the period the series repeats at near that lag, in bins.
+// Without `fold_scan`, the estimate before epoch folding (good to a fraction
+// of a bin: enough to judge a candidate by its fold, step 3).
+double RefinePeriod(const RefineContext& c, size_t lag, bool fold_scan) {
+  const std::vector<double>& v = c.v;
+  const std::vector<double>& r = c.r;
+  const size_t n = v.size();
+  const double coarse = ParabolicPeak(r, lag);
+  const double acf_peak = r[lag];
+
+  // Step 4a: where the autocorrelation at all multiples (up to one fold
+  // chunk) lines up best, within 5% (or 0.6 bin) of the peak.
+  const double reach = std::max(0.6, 0.05 * coarse);
+  const int multiples =
+      std::max(1, std::min(static_cast<int>(c.fold_cycles),
+                           static_cast<int>(static_cast<double>(c.lag_hi) / (coarse + reach))));
+  double consensus = coarse;
+  {
+    double best = HarmonicAcf(r, coarse, multiples);
+    const double step = 0.02;
+    for (double p = std::max(c.min_lag, coarse - reach); p <= coarse + reach; p += step) {
+      const double h = HarmonicAcf(r, p, multiples);
+      if (h > best) {
+        best = h;
+        consensus = p;
+      }
+    }
+  }
+  if (!fold_scan) return consensus;
+  double period = coarse;
+  double uncertainty = 0.6;  // bins
+  if (std::abs(consensus - coarse) > 0.6) {
+    // The peak is off-centre (timing noise): its multiples are too, one by
+    // one; their consensus is the estimate, good to about a bin over the
+    // multiples it spans.
+    period = consensus;
+    uncertainty = std::max(0.05, 1.0 / multiples);
+  } else {
+    // Step 4b: the peaks near k times the period (k = 2, 4, 8, ... while
+    // they stay at least half as high) each narrow it down to about 1/k bin.
+    for (size_t k = 2; k * period + k * uncertainty + 1 < c.lag_hi; k *= 2) {
+      const double center = k * period;
+      const double window = k * uncertainty + 1;
+      const size_t from = static_cast<size_t>(std::max(1.0, std::floor(center - window)));
+      const size_t to = static_cast<size_t>(std::ceil(center + window));
+      size_t arg = 0;
+      for (size_t t = from; t <= to && t + 1 < r.size(); ++t) {
+        if (std::isnan(r[t])) continue;
+        if (arg == 0 || r[t] > r[arg]) arg = t;
+      }
+      if (arg == 0 || !(r[arg] >= 0.5 * acf_peak)) break;
+      // The k-th multiple must agree with the estimate so far: on a short
+      // period the window around k*T reaches back to T's own peak, and
+      // taking that as k*T would divide the period by k at every step.
+      const double refined = ParabolicPeak(r, arg) / static_cast<double>(k);
+      if (!(std::abs(refined - period) <= uncertainty)) break;
+      if (!(std::abs(refined - consensus) <= uncertainty)) break;
+      period = refined;
+      uncertainty = 0.6 / static_cast<double>(k);
+    }
+  }
+  // Step 4c: epoch folding on a fine grid within that uncertainty, chunk by
+  // chunk.
+  const int score_bins = std::max(4, static_cast<int>(std::lround(coarse)));
+  auto score = [&](double p) {
+    double total = 0;
+    for (const auto& [begin, end] : Chunks(n, p, c.fold_cycles)) {
+      const double chunk_mean = RangeMean(v, begin, end).first;
+      total += BetweenVariance(FoldSeries(v, begin, end, p, 0.0, score_bins, p / score_bins),
+                               chunk_mean);
+    }
+    return total;
+  };
+  const double lo = std::max(c.min_lag, period - 1.5 * uncertainty);
+  const double hi = period + 1.5 * uncertainty;
+  double best_score = -1;
+  constexpr int kSteps = 60;
+  for (int s = 0; s <= kSteps; ++s) {
+    const double p = lo + (hi - lo) * s / kSteps;
+    const double sc = score(p);
+    if (sc > best_score) {
+      best_score = sc;
+      period = p;
+    }
+  }
+  return period;
+}
+
 }  // namespace
 
 std::vector<double> Autocorrelation(const std::vector<double>& values, size_t max_lag) {
@@ -301,7 +426,19 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
   //    autocorrelation peaks within a factor of two of r(t). A peak that is
   //    only the distance between two bursts of one iteration has no echo at
   //    2t; a lag whose multiples correlate much better is a fraction of
-  //    another period, not a period.
+  //    another period, not a period;
+  //  - the highest peak is one of its multiples: a periodic signal's
+  //    autocorrelation peaks only at multiples of its period (a super-period
+  //    laid over the iterations shows at the multiple nearest to it), so a
+  //    shorter lag the highest peak is no multiple of is another pattern (a
+  //    sampling artefact, such as counters refreshed about once a second);
+  //  - it explains the pattern: folded at t the series keeps at least half
+  //    of what folding at the highest peak explains.
+  // Every candidate, and the highest peak, is judged at its refined period
+  // (step 4), not at its lag: with per-iteration timing noise the hill of r
+  // at one period is broad and off-centre, and a fold at a period off by
+  // 1-2% explains almost nothing over a chunk of 32 periods, while one at the
+  // right period explains nearly as much as one at a sharper multiple.
   size_t peak = peaks.front();
   for (size_t t : peaks) {
     if (r[t] == best) peak = t;
@@ -312,12 +449,20 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
   }
   const double chance_sd = std::sqrt(short_range / static_cast<double>(valid));
   const double floor = std::max({options.harmonic_ratio * best, 0.05, 4 * chance_sd});
+  const RefineContext refine{v, r, min_lag, lag_hi, options.fold_cycles};
+  auto explained_at = [&](double p) {
+    return ExplainedShare(v, p, std::max(2, static_cast<int>(std::ceil(p))), options.fold_cycles)
+        .share;
+  };
+  const double highest = ParabolicPeak(r, peak);
+  double at_highest = kNaN;  // computed for the first candidate that gets that far
   for (size_t t : peaks) {
     if (t >= peak) break;
     if (r[t] < floor) continue;
+    const double tp = RefinePeriod(refine, t, /*fold_scan=*/false);
     bool repeats = true;
-    for (size_t k = 2; k <= 3 && k * t + 2 <= lag_hi; ++k) {
-      const double center = static_cast<double>(k * t);
+    for (size_t k = 2; k <= 3 && k * tp + 2 <= lag_hi; ++k) {
+      const double center = k * tp;
       const double half = std::max(1.5, 0.02 * center);
       double top = -1;
       for (size_t u = static_cast<size_t>(std::max(1.0, std::floor(center - half)));
@@ -326,75 +471,19 @@ absl::StatusOr<ExtractedProfile> ExtractProfile(const BinnedSeries& series,
       }
       if (top < 0.5 * r[t] || top > 2 * r[t]) repeats = false;
     }
-    // And it explains the pattern: folded at t the series keeps at least
-    // half of what folding at the highest peak explains (a sampling
-    // artefact, such as counters refreshed every other reading, does not).
-    if (repeats) {
-      const double tp = ParabolicPeak(r, t), pp = ParabolicPeak(r, peak);
-      const double at_t = ExplainedShare(v, tp, std::max(2, static_cast<int>(std::ceil(tp))),
-                                         options.fold_cycles)
-                              .share;
-      const double at_p = ExplainedShare(v, pp, std::max(2, static_cast<int>(std::ceil(pp))),
-                                         options.fold_cycles)
-                              .share;
-      if (at_t >= 0.5 * at_p) {
-        peak = t;
-        break;
-      }
+    const double multiple = std::max(1.0, std::round(highest / tp));
+    const bool divides = std::abs(highest - multiple * tp) <= std::max(1.5, 0.03 * highest);
+    if (!repeats || !divides) continue;
+    if (std::isnan(at_highest)) {
+      at_highest = explained_at(RefinePeriod(refine, peak, /*fold_scan=*/false));
+    }
+    if (explained_at(tp) >= 0.5 * at_highest) {
+      peak = t;
+      break;
     }
   }
   out.acf_peak = r[peak];
-  const double coarse = ParabolicPeak(r, peak);
-
-  // Step 4a: the autocorrelation peaks at multiples k*T pin T down to
-  // about 1/k bin; double k while the peaks stay clear.
-  double period = coarse;
-  double uncertainty = 0.6;  // bins
-  for (size_t k = 2; k * period + k * uncertainty + 1 < lag_hi; k *= 2) {
-    const double center = k * period;
-    const double window = k * uncertainty + 1;
-    const size_t from = static_cast<size_t>(std::max(1.0, std::floor(center - window)));
-    const size_t to = static_cast<size_t>(std::ceil(center + window));
-    size_t arg = 0;
-    for (size_t t = from; t <= to && t + 1 < r.size(); ++t) {
-      if (std::isnan(r[t])) continue;
-      if (arg == 0 || r[t] > r[arg]) arg = t;
-    }
-    if (arg == 0 || !(r[arg] >= 0.5 * out.acf_peak)) break;
-    // The k-th multiple must agree with the estimate so far: on a short
-    // period the window around k*T reaches back to T's own peak, and taking
-    // that as k*T would divide the period by k at every step.
-    const double refined = ParabolicPeak(r, arg) / static_cast<double>(k);
-    if (!(std::abs(refined - period) <= uncertainty)) break;
-    period = refined;
-    uncertainty = 0.6 / static_cast<double>(k);
-  }
-  // Step 4b: epoch folding on a fine grid within that uncertainty, chunk by
-  // chunk.
-  const int score_bins = std::max(4, static_cast<int>(std::lround(coarse)));
-  auto score = [&](double p) {
-    double total = 0;
-    for (const auto& [begin, end] : Chunks(n, p, options.fold_cycles)) {
-      const double chunk_mean = RangeMean(v, begin, end).first;
-      total += BetweenVariance(FoldSeries(v, begin, end, p, 0.0, score_bins, p / score_bins),
-                               chunk_mean);
-    }
-    return total;
-  };
-  {
-    const double lo = std::max(min_lag, period - 1.5 * uncertainty);
-    const double hi = period + 1.5 * uncertainty;
-    double best_score = -1;
-    constexpr int kSteps = 60;
-    for (int s = 0; s <= kSteps; ++s) {
-      const double p = lo + (hi - lo) * s / kSteps;
-      const double sc = score(p);
-      if (sc > best_score) {
-        best_score = sc;
-        period = p;
-      }
-    }
-  }
+  const double period = RefinePeriod(refine, peak, /*fold_scan=*/true);
   out.period_exact_us = period * series.bin_us;
   out.period_us = static_cast<uint32_t>(std::lround(out.period_exact_us));
   const int bins = static_cast<int>((out.period_us + series.bin_us - 1) / series.bin_us);

@@ -11,15 +11,25 @@
 //     super-period: the shortest autocorrelation peak (past the first lag
 //     where it goes below zero) that stands out (at least `harmonic_ratio`
 //     of the highest peak, 0.05, and 4 sigma of chance), repeats (peaks near
-//     2x and 3x it within a factor of two of its own) and explains the
-//     pattern (a fold at it explains at least half of what a fold at the
-//     highest peak does); else the highest peak. docs/probe.md explains each
-//     test.
-//  4. Refinement below one bin: the autocorrelation peaks near k times the
-//     period (k = 2, 4, 8, ... while they stay at least half as high) each
-//     narrow the period down to about 1/k bin; then epoch folding (the
-//     period that maximises the variance between phase bins of the folded
-//     series) on a fine grid within the remaining uncertainty.
+//     2x and 3x it within a factor of two of its own), has the highest peak
+//     among its multiples, and explains the pattern (a fold at it explains
+//     at least half of what a fold at the highest peak does); else the
+//     highest peak. Every candidate, and the highest peak, is judged at its
+//     refined period (step 4a), not at its lag: with per-iteration timing
+//     noise a one-period peak is broad and off-centre, and a fold 1-2% off
+//     the period explains almost nothing. docs/probe.md explains each test.
+//  4. Refinement below one bin: (a) the period within 5% of the peak at
+//     which the autocorrelation averaged over all its multiples (up to
+//     `fold_cycles`) is highest (every hill is centred on its multiple on
+//     average, even where timing noise or a counter refresh moves its top);
+//     where that agrees with the peak to 0.6 bin, (b) the peaks near k
+//     times the period (k = 2, 4, 8, ... while they stay at least half as
+//     high and agree with the estimate so far and with (a)) each narrow it
+//     down to about 1/k bin; where it does not (the peak is off-centre), (a)
+//     is the estimate; then (c) epoch folding (the period that maximises the
+//     variance between phase bins of the folded series) on a fine grid
+//     within the remaining uncertainty. Candidates (step 3) are judged at
+//     the estimate of (a).
 //  5. Confidence: the share of the variance the folded mean profile
 //     explains, corrected for chance (white noise scores about 0), in [0, 1],
 //     after removing variation slower than one period (the series minus its
@@ -63,7 +73,7 @@ struct ExtractorOptions {
   double max_gap_fraction = 0.5;  // more missing bins than this: no answer
   double harmonic_ratio = 0.1;    // a shorter peak this share of the highest may be the period
                                   // (step 3)
-  double fold_cycles = 32;        // periods per fold chunk (steps 4b-6)
+  double fold_cycles = 32;        // periods per fold chunk (steps 4-6)
 };
 
 struct ExtractedProfile {

@@ -24,8 +24,9 @@ packages=(
   # Kubernetes extender (HTTP server and API-server client; its pkg-config needs the rest)
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   python3 python3-zmq python3-protobuf
-  # probes
+  # probes (gRPC C++ and its protoc plugin: the gNMI counter source)
   dpdk-dev libdpdk-dev libpcap-dev rdma-core libibverbs-dev libkissfft-dev zlib1g-dev
+  libgrpc++-dev protobuf-compiler-grpc
   # the test and benchmark libraries (configuring needs them)
   googletest libgtest-dev libgmock-dev libbenchmark-dev
 )
@@ -34,7 +35,8 @@ test_packages=(
   python3-setuptools python3-wheel python3-venv python3-pip python3-torch
   clang clang-format libclang-rt-14-dev  # libFuzzer runtime (only a Recommends of clang)
   iproute2  # network namespaces of the live-capture tests
-  openssl  # the extender's TLS test makes its CA and certificates with it
+  python3-grpcio  # the gNMI source's tests: a Python gNMI target
+  openssl  # the extender's TLS test and the gNMI tests make their CA and certificates with it
   chromium  # headless: the `phasor diagnose` HTML report's browser check
   prometheus  # a real Prometheus scrapes phasord in prometheus_scrape_test
   # Slurm integration test: a real slurmctld + 8 slurmd (job_submit_lua.so is linked against Lua 5.1)

@@ -12,6 +12,8 @@
 //   phasor-probe --placements-from ipc:///run/phasor/requests --servers servers.txt
 //       --publish ipc:///run/phasor/profiles -- ...
 //       (flows between the servers of a job phasord placed are that job's)
+//   phasor-probe --gnmi leaf1=10.0.0.1:6030 --gnmi-user phasor --report-s 60
+//       (no capture: a switch's interface counters streamed over gNMI; gnmi_mode.h)
 // Exit status: 0 done, 2 bad input (options, pcap file, flow table), 1 other failures.
 #include <csignal>
 #include <cstdio>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cmd/phasor-probe/gnmi_mode.h"
 #include "integrations/client/placement_watcher.h"
 #include "integrations/client/profile_publisher.h"
 #include "probe/dpdk_probe.h"
@@ -34,6 +37,18 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 
 void OnSignal(int) { g_interrupted = true; }
+
+// --out: stdout for "-", else the file (opened into `file`); nullptr (said
+// on stderr) when it cannot be opened.
+std::ostream* OpenOut(const std::string& path, std::ofstream& file) {
+  if (path == "-") return &std::cout;
+  file.open(path);
+  if (!file) {
+    std::cerr << "phasor-probe: --out: cannot open '" << path << "'\n";
+    return nullptr;
+  }
+  return &file;
+}
 
 int ExitCode(const absl::Status& s) {
   switch (s.code()) {
@@ -69,8 +84,10 @@ int main(int argc, char** argv) {
 
   CLI::App app{
       "phasor-probe: captures RoCEv2 traffic through DPDK and writes per-job (or per-flow)\n"
-      "traffic profiles as JSON lines (and, with --publish, sends them to phasord).\n"
-      "Usage: phasor-probe [options] -- <EAL arguments>"};
+      "traffic profiles as JSON lines (and, with --publish, sends them to phasord); with\n"
+      "--gnmi, streams switch interface counters over gNMI instead (no EAL).\n"
+      "Usage: phasor-probe [options] -- <EAL arguments>\n"
+      "       phasor-probe --gnmi [NAME=]HOST:PORT[,...] [options]"};
   std::string flows_path, out_path = "-";
   ExtractorOptions extract;
   app.add_option("--bin-us", opt.counter.bin_us, "time bin width in microseconds")
@@ -106,14 +123,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   PublisherOptions publish;
   std::string publish_server_key, publish_keys, publish_link;
-  app.add_option("--publish", publish.endpoint,
-                 "also send every periodic job profile to phasord's profile_endpoint as a ProfileUpdate\n"
-                 "(tcp://HOST:PORT or ipc://PATH; plain only for ipc:// and loopback, else CURVE keys)");
-  app.add_option("--publish-server-key", publish_server_key, "phasord's CURVE public key file (with --publish-keys)");
-  app.add_option("--publish-keys", publish_keys,
-                 "this probe's CURVE key pair PREFIX.pub/PREFIX.secret from `phasor keygen --out PREFIX`");
-  app.add_option("--publish-link", publish_link,
-                 "also publish all captured RoCE traffic as the profile of this link id (a mirror port)");
+  app.add_option(
+      "--publish", publish.endpoint,
+      "also send every periodic job profile to phasord's profile_endpoint as a ProfileUpdate\n"
+      "(tcp://HOST:PORT or ipc://PATH; plain only for ipc:// and loopback, else CURVE keys)");
+  app.add_option("--publish-server-key", publish_server_key,
+                 "phasord's CURVE public key file (with --publish-keys)");
+  app.add_option(
+      "--publish-keys", publish_keys,
+      "this probe's CURVE key pair PREFIX.pub/PREFIX.secret from `phasor keygen --out PREFIX`");
+  app.add_option(
+      "--publish-link", publish_link,
+      "also publish all captured RoCE traffic as the profile of this link id (a mirror port)");
   app.add_option("--publish-timeout-ms", publish.send_timeout_ms,
                  "longest wait of one send while phasord is reachable (none while it is not)")
       ->capture_default_str();
@@ -121,19 +142,31 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   PlacementWatcherOptions placements;
   std::string servers_path, placements_server_key, placements_keys;
-  app.add_option("--placements-from", placements.endpoint,
-                 "phasord's request_endpoint: flows between the servers of a job it placed are that job's\n"
-                 "(asked at start and every --placements-poll-ms; after the --flows rules, which win)");
+  app.add_option(
+      "--placements-from", placements.endpoint,
+      "phasord's request_endpoint: flows between the servers of a job it placed are that job's\n"
+      "(asked at start and every --placements-poll-ms; after the --flows rules, which win)");
   app.add_option("--servers", servers_path,
                  "server -> address table for --placements-from: lines '<server> <ip> [<ip>...]'");
-  app.add_option("--placements-poll-ms", placements.poll_ms, "time between two polls of phasord's placement")
+  app.add_option("--placements-poll-ms", placements.poll_ms,
+                 "time between two polls of phasord's placement")
       ->capture_default_str();
-  app.add_option("--placements-timeout-ms", placements.timeout_ms, "longest wait for one answer of phasord")
+  app.add_option("--placements-timeout-ms", placements.timeout_ms,
+                 "longest wait for one answer of phasord")
       ->capture_default_str();
   app.add_option("--placements-server-key", placements_server_key,
                  "phasord's CURVE public key file (with --placements-keys)");
   app.add_option("--placements-keys", placements_keys,
                  "this probe's CURVE key pair PREFIX.pub/PREFIX.secret for --placements-from");
+  phasor::cmd::GnmiProbeOptions gnmi;
+  phasor::cmd::AddGnmiOptions(&app, gnmi.gnmi);
+  std::string publish_subjects;
+  app.add_option("--publish-subjects", publish_subjects,
+                 "--gnmi: what each interface direction is to phasord: lines "
+                 "'<target>/<interface>/<in|out> job|link <id>'");
+  app.add_option("--window-s", gnmi.window_s,
+                 "--gnmi: each report extracts the newest N s of readings")
+      ->capture_default_str();
   try {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {
@@ -141,6 +174,37 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  if (gnmi.gnmi.any()) {
+    // No capture: the counters come from the switches.
+    if (split != argc) {
+      std::cerr << "phasor-probe: --gnmi takes no EAL arguments (nothing after '--')\n";
+      return 2;
+    }
+    if (!flows_path.empty() || !placements.endpoint.empty() || !publish_link.empty() ||
+        opt.counter.tcp_udp) {
+      std::cerr << "phasor-probe: --flows, --placements-from, --publish-link and --tcp-udp are "
+                   "for packet capture, not --gnmi\n";
+      return 2;
+    }
+    gnmi.report_s = opt.report_s;
+    gnmi.duration_s = opt.duration_s;
+    gnmi.extract = extract;
+    gnmi.publish = publish;
+    gnmi.publish_server_key = publish_server_key;
+    gnmi.publish_keys = publish_keys;
+    gnmi.publish_subjects = publish_subjects;
+    std::ofstream gnmi_file;
+    std::ostream* gnmi_out = OpenOut(out_path, gnmi_file);
+    if (gnmi_out == nullptr) return 2;
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    return phasor::cmd::RunGnmiProbe(gnmi, g_interrupted, *gnmi_out, std::cerr);
+  }
+  if (!publish_subjects.empty()) {
+    std::cerr
+        << "phasor-probe: --publish-subjects is for --gnmi (captured jobs come from --flows)\n";
+    return 2;
+  }
   FlowJobTable table;
   if (!flows_path.empty()) {
     auto t = FlowJobTable::Load(flows_path);
@@ -158,7 +222,8 @@ int main(int argc, char** argv) {
     }
     auto t = FlowJobTable::Parse(publish_link + " * *\n", "--publish-link");
     if (!t.ok()) {
-      std::cerr << "phasor-probe: --publish-link: '" << publish_link << "' is not a link id (no spaces or '#')\n";
+      std::cerr << "phasor-probe: --publish-link: '" << publish_link
+                << "' is not a link id (no spaces or '#')\n";
       return 2;
     }
     link_table = *t;
@@ -196,7 +261,8 @@ int main(int argc, char** argv) {
     }
     watcher = *std::move(w);
   } else if (!servers_path.empty() || !placements_server_key.empty() || !placements_keys.empty()) {
-    std::cerr << "phasor-probe: --servers, --placements-server-key and --placements-keys need --placements-from\n";
+    std::cerr << "phasor-probe: --servers, --placements-server-key and --placements-keys need "
+                 "--placements-from\n";
     return 2;
   }
   std::unique_ptr<ProfilePublisher> publisher;
@@ -220,15 +286,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (out_path != "-") {
-    file.open(out_path);
-    if (!file) {
-      std::cerr << "phasor-probe: --out: cannot open '" << out_path << "'\n";
-      return 2;
-    }
-    out = &file;
-  }
+  std::ostream* out = OpenOut(out_path, file);
+  if (out == nullptr) return 2;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   if (watcher != nullptr) {

@@ -11,6 +11,7 @@
 //   phasor profile --counters DIR
 //   phasor profile --switch-csv FILE...
 //   phasor profile --netdev IF[,IF...] [--interval-ms 10 --duration-s 10]
+//   phasor profile --gnmi [NAME=]HOST:PORT[,...] [--gnmi-* options] [--duration-s 10]
 //   ... --publish ENDPOINT [--publish-subjects TABLE] [--publish-server-key F --publish-keys P]
 #include <cmath>
 #include <fstream>
@@ -23,10 +24,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "integrations/client/profile_publisher.h"
 #include "cmd/phasor/commands.h"
 #include "cmd/phasor/profile_sources.h"
+#include "integrations/client/profile_publisher.h"
 #include "probe/profile_report.h"
+#include "probe/subject_table.h"
 
 namespace phasor::cmd {
 namespace {
@@ -45,22 +47,15 @@ using SubjectTable = std::map<std::string, std::pair<v1::ProfileUpdate::SubjectK
 
 // --publish-subjects: lines "<measured subject> job|link <id>", '#' comments.
 SubjectTable ReadSubjects(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) FailProfile(kExitBadInput, "--publish-subjects: cannot read '" + path + "'");
+  auto parsed = probe::LoadSubjectTable(path);
+  if (!parsed.ok()) {
+    const std::string message(parsed.status().message());
+    FailProfile(kExitBadInput,
+                message.starts_with("cannot read") ? "--publish-subjects: " + message : message);
+  }
   SubjectTable table;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream fields(line);
-    std::string subject, kind, id, extra;
-    if (!(fields >> subject)) continue;
-    const std::string where = absl::StrCat(path, ":", number, ": ");
-    if (!(fields >> kind >> id) || (fields >> extra)) {
-      FailProfile(kExitBadInput, where + "expected '<measured subject> job|link <id>'");
-    }
-    if (kind != "job" && kind != "link")
-      FailProfile(kExitBadInput, where + "'" + kind + "' is not job or link");
-    table[subject] = {kind == "job" ? v1::ProfileUpdate::JOB : v1::ProfileUpdate::LINK, id};
+  for (const auto& [subject, to] : *parsed) {
+    table[subject] = {to.link ? v1::ProfileUpdate::LINK : v1::ProfileUpdate::JOB, to.id};
   }
   return table;
 }
@@ -131,7 +126,7 @@ void Publish(const std::vector<probe::MeasuredProfile>& profiles, Publishing& p)
   std::cerr << p.publisher->SummaryJson().dump() << "\n";
   if (p.publisher->dropped() > 0) {
     FailProfile(kExitFailure, absl::StrCat("--publish: ", p.publisher->dropped(),
-                                    " profile(s) not delivered to phasord at ", p.endpoint));
+                                           " profile(s) not delivered to phasord at ", p.endpoint));
   }
 }
 
@@ -143,8 +138,9 @@ void AddProfileCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure traffic profiles (period, per-phase Gbit/s, confidence) from a pcap capture\n"
-      "(through DPDK), RDMA NIC counters (sysfs), switch port counter CSV files, or Linux\n"
-      "interface counters (/sys/class/net). Prints one\n"
+      "(through DPDK), RDMA NIC counters (sysfs), switch port counter CSV files, Linux\n"
+      "interface counters (/sys/class/net), or switch interface counters streamed over gNMI.\n"
+      "Prints one\n"
       "JSON object per subject and line; its \"profile\" fits `phasor rank` jobs[].profile.\n"
       "With --publish, also sends the periodic ones to phasord.");
   AddProfileSourceOptions(cmd, *flags);
@@ -168,13 +164,14 @@ void AddProfileCommand(CLI::App& app) {
     if (!publishing &&
         (!publish->subjects.empty() || !publish->server_key.empty() || !publish->keys.empty())) {
       FailProfile(kExitBadInput,
-           "--publish-subjects, --publish-server-key and --publish-keys need --publish");
+                  "--publish-subjects, --publish-server-key and --publish-keys need --publish");
     }
     if (publishing && publish->subjects.empty() && (flags->pcap.empty() || flags->flows.empty())) {
-      FailProfile(kExitBadInput,
-           "--publish needs --publish-subjects to name what the measured subjects are (NIC and "
-           "switch "
-           "ports, and flows without a --flows table, are not job or link ids)");
+      FailProfile(
+          kExitBadInput,
+          "--publish needs --publish-subjects to name what the measured subjects are (NIC and "
+          "switch "
+          "ports, and flows without a --flows table, are not job or link ids)");
     }
     std::optional<Publishing> publishing_to;
     if (publishing) publishing_to.emplace(PreparePublishing(*flags, *publish));

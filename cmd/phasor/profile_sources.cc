@@ -8,6 +8,7 @@
 #include "cmd/phasor/commands.h"
 #include "probe/counter_series.h"
 #include "probe/dpdk_probe.h"
+#include "probe/gnmi_source.h"
 #include "probe/netdev_counters.h"
 #include "probe/profile_report.h"
 #include "probe/rdma_counters.h"
@@ -69,8 +70,13 @@ absl::StatusOr<probe::Measurement> FromPcap(const ProfileSourceFlags& f) {
 }
 
 // The counter source the flags name.
-absl::StatusOr<std::unique_ptr<probe::CounterSource>> CounterSourceOf(
-    const ProfileSourceFlags& f) {
+absl::StatusOr<std::unique_ptr<probe::CounterSource>> CounterSourceOf(const ProfileSourceFlags& f) {
+  if (f.gnmi.any()) {
+    if (!(f.duration_s > 0)) return Bad("--duration-s: must be positive");
+    auto options = GnmiOptionsFromFlags(f.gnmi, f.duration_s);
+    if (!options.ok()) return options.status();
+    return std::unique_ptr<probe::CounterSource>(std::make_unique<probe::GnmiSource>(*options));
+  }
   if (!f.switch_csv.empty()) {
     probe::SwitchCsvOptions o;
     o.in = f.direction != "out";
@@ -119,9 +125,11 @@ void AddProfileSourceOptions(CLI::App* cmd, ProfileSourceFlags& flags) {
           ->delimiter(',');
   cmd->add_option("--netdev-root", flags.netdev_root, "--netdev: the sysfs root")
       ->capture_default_str();
-  pcap->excludes(counters, csv, netdev);
-  counters->excludes(csv, netdev);
-  csv->excludes(netdev);
+  auto* gnmi = AddGnmiOptions(cmd, flags.gnmi);
+  pcap->excludes(counters, csv, netdev, gnmi);
+  counters->excludes(csv, netdev, gnmi);
+  csv->excludes(netdev, gnmi);
+  netdev->excludes(gnmi);
   cmd->add_flag("--tcp-udp", flags.tcp_udp,
                 "pcap: also count TCP and UDP flows by 5-tuple (NCCL sockets, gloo) beside RoCEv2");
   cmd->add_option("--flows", flags.flows,
@@ -137,7 +145,7 @@ void AddProfileSourceOptions(CLI::App* cmd, ProfileSourceFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--interval-ms", flags.interval_ms, "live counters: polling interval")
       ->capture_default_str();
-  cmd->add_option("--duration-s", flags.duration_s, "live counters: polling duration")
+  cmd->add_option("--duration-s", flags.duration_s, "live counters and gNMI: how long to measure")
       ->capture_default_str();
   cmd->add_option("--min-confidence", flags.extract.min_confidence,
                   "below this a subject has no periodic pattern")
@@ -156,6 +164,7 @@ std::string ProfileSourceFlags::name() const {
   if (!pcap.empty()) return pcap;
   if (!counters.empty()) return counters;
   if (!switch_csv.empty()) return switch_csv.front();
+  if (!gnmi.targets.empty()) return gnmi.targets.front();
   return netdev.empty() ? std::string() : netdev_root + "/" + netdev.front();
 }
 
@@ -166,9 +175,11 @@ int ExitCodeOf(const absl::Status& s) {
 }
 
 absl::StatusOr<probe::Measurement> MeasureProfiles(const ProfileSourceFlags& f) {
-  const int sources =
-      !f.pcap.empty() + !f.counters.empty() + !f.switch_csv.empty() + !f.netdev.empty();
-  if (sources != 1) return Bad("give exactly one of --pcap, --counters, --switch-csv, --netdev");
+  const int sources = !f.pcap.empty() + !f.counters.empty() + !f.switch_csv.empty() +
+                      !f.netdev.empty() + f.gnmi.any();
+  if (sources != 1) {
+    return Bad("give exactly one of --pcap, --counters, --switch-csv, --netdev, --gnmi");
+  }
   if (!f.pcap.empty()) return FromPcap(f);
   absl::StatusOr<std::unique_ptr<probe::CounterSource>> source = CounterSourceOf(f);
   if (!source.ok()) return source.status();

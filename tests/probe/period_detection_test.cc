@@ -1,7 +1,10 @@
 // The fundamental period and the confidence on generated switch counters
 // (tests/probe/synthetic_counters.h: irregular 0.5 s readings, outages,
-// cumulative rows, noise), the calibration of the confidence, and the
-// bundled Zhejiang ports against the documented threshold.
+// cumulative rows, noise), on generated jittery jobs read like the
+// production ports of issue 29 (tests/probe/jittered_job.h: per-iteration
+// timing noise with a k-iteration structure, counter-refresh zeros), the
+// calibration of the confidence, and the bundled Zhejiang ports against the
+// documented threshold.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,13 +13,18 @@
 #include "probe/counter_series.h"
 #include "probe/profile_extractor.h"
 #include "probe/switch_csv.h"
+#include "tests/probe/jittered_job.h"
 #include "tests/probe/synthetic_counters.h"
 
 namespace phasor::probe {
 namespace period_detection_test {
 namespace {
 
+using testing::GenerateJitteredJob;
+using testing::JitteredJob;
+using testing::JitteredSeries;
 using testing::RateModel;
+using testing::RefreshReading;
 using testing::SamplingModel;
 using testing::SyntheticSwitchCsv;
 
@@ -108,6 +116,82 @@ TEST(PeriodDetectionTest, ConstantRateWithNoiseHasNoPattern) {
   EXPECT_FALSE(p.periodic);
   EXPECT_LT(p.confidence, 0.05);
   EXPECT_NE(p.reason.find("no periodic pattern"), std::string::npos);
+}
+
+// The profile of a generated jittery job, through the path of `phasor
+// profile --switch-csv` (default bins and extractor options).
+ExtractedProfile FromJittered(const JitteredSeries& g) {
+  auto r = ParseSwitchCsv(g.csv, "jittered.csv");
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  auto b = Resample(r->series.at(1).intervals, ResampleOptions{});
+  EXPECT_TRUE(b.ok()) << b.status();
+  auto p = ExtractProfile(*b);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : ExtractedProfile{};
+}
+
+TEST(JitteredJobTest, GeneratorHasTheShapeOfTheProductionPorts) {
+  // Issue 29: bursts on an exact 11.4035 s grid, each off it by 0.4 s (sd),
+  // interval autocorrelation -0.59 at lag 1 and +0.53 at lag 5, readings
+  // every ~0.575 s of which about half are zero.
+  const JitteredJob job;
+  const JitteredSeries g = GenerateJitteredJob(job, RefreshReading{}, 1);
+  EXPECT_EQ(g.burst_s.size(), 315u);
+  EXPECT_NEAR(testing::GridOffsetSd(g.burst_s, job.period_s), 0.4, 0.05);
+  EXPECT_NEAR(testing::IntervalAutocorrelation(g.burst_s, 1), -0.59, 0.1);
+  EXPECT_NEAR(testing::IntervalAutocorrelation(g.burst_s, 5), 0.53, 0.1);
+  for (size_t lag : {2u, 3u, 4u}) {
+    EXPECT_LT(testing::IntervalAutocorrelation(g.burst_s, lag), 0.3) << lag;
+  }
+  EXPECT_NEAR(static_cast<double>(g.readings), 3600 / 0.575, 100);
+  EXPECT_NEAR(g.zero_reading_share, 0.48, 0.05);
+}
+
+TEST(JitteredJobTest, ProductionShapeIsReadAtItsPeriodNotAtFivePeriods) {
+  // Before every candidate was judged at its refined period, these read
+  // 34.2 s, 57.0 s, 57.0 s and 57.0 s (the production ports: 57.0 s).
+  for (uint32_t seed : {2u, 5u, 10u, 13u}) {
+    const ExtractedProfile p =
+        FromJittered(GenerateJitteredJob(JitteredJob{}, RefreshReading{}, seed));
+    ASSERT_TRUE(p.periodic) << seed << ": " << p.reason;
+    EXPECT_NEAR(p.period_exact_us, 11.4035e6, 0.002 * 11.4035e6) << seed;
+    EXPECT_GT(p.confidence, 0.25) << seed;
+  }
+}
+
+TEST(JitteredJobTest, TimingNoiseOfThreeToSixPercentWithKIterationStructure) {
+  // k = 3..8, timing noise 3% and 6% of the period, periods from 7 to 15 s,
+  // readings every 0.575-0.875 s: every one read within 1%.
+  uint32_t seed = 100;
+  for (int k = 3; k <= 8; ++k) {
+    for (double jitter : {0.03, 0.06}) {
+      JitteredJob job;
+      job.period_s = 7 + (k - 3) * 1.6 + jitter * 10;
+      job.pattern_k = k;
+      job.jitter_sd_s = jitter * job.period_s;
+      job.burst_s = 0.6 + 0.4 * (k - 3);
+      RefreshReading reading;
+      reading.read_nominal_s = jitter < 0.05 ? 0.5 : 0.8;
+      const std::string what = "k " + std::to_string(k) + " jitter " + std::to_string(jitter);
+      const ExtractedProfile p = FromJittered(GenerateJitteredJob(job, reading, ++seed));
+      ASSERT_TRUE(p.periodic) << what << ": " << p.reason;
+      EXPECT_NEAR(p.period_exact_us, job.period_s * 1e6, 0.01 * job.period_s * 1e6) << what;
+    }
+  }
+}
+
+TEST(JitteredJobTest, TheSameBurstsWithoutTimingNoise) {
+  // The reading scheme alone makes the autocorrelation's hills off-centre
+  // (a burst's bytes show at the first reading after the next refresh):
+  // before, these read 34.2 s, 68.4 s, 11.34 s and 22.8 s.
+  JitteredJob job;
+  job.jitter_sd_s = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    const ExtractedProfile p = FromJittered(GenerateJitteredJob(job, RefreshReading{}, seed));
+    ASSERT_TRUE(p.periodic) << seed << ": " << p.reason;
+    EXPECT_NEAR(p.period_exact_us, 11.4035e6, 0.002 * 11.4035e6) << seed;
+  }
 }
 
 // A square wave (40 Gbit/s swing, 50% duty) plus white noise per bin such

@@ -129,6 +129,19 @@ TEST(CounterSeriesTest, WrapsAndResets) {
   EXPECT_DOUBLE_EQ(d[1].bytes, 400);
   EXPECT_EQ(d[2].begin_us, 30);
   EXPECT_DOUBLE_EQ(d[2].bytes, 200);
+
+  // Counter64 (OpenConfig's octet counters): a wrap through 2^64 is the
+  // increase modulo 2^64; a drop from the middle of the range is a reset.
+  wraps = resets = 0;
+  const std::vector<CounterReading> r64 = {
+      {0, 18446744073709551000u}, {10, 1000}, {20, 9223372036854775808u}, {30, 5}};
+  const auto d64 = DeltasFromReadings(r64, 64, 1.0, &wraps, &resets);
+  EXPECT_EQ(wraps, 1u);
+  EXPECT_EQ(resets, 1u);
+  ASSERT_EQ(d64.size(), 2u);
+  EXPECT_DOUBLE_EQ(d64[0].bytes, 616 + 1000);
+  EXPECT_EQ(d64[1].begin_us, 10);
+  EXPECT_EQ(d64[1].end_us, 20);
 }
 
 // The real switch counters (data/network/zhejiang_a100, CC-BY-4.0).
