@@ -38,6 +38,7 @@ test_packages=(
   prometheus  # a real Prometheus scrapes phasord in prometheus_scrape_test
   # Slurm integration test: a real slurmctld + 8 slurmd (job_submit_lua.so is linked against Lua 5.1)
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins lua5.1
+  lua-socket  # job_submit.lua talks to the controller's socket itself (socket.unix), without forking a helper
 )
 if [ "$group" = all ]; then
   packages+=("${test_packages[@]}")

@@ -192,7 +192,11 @@ absl::Status SlurmController::Init() {
     *client = *std::move(c);
   }
   rng_.seed(options_.token_seed != 0 ? options_.token_seed : std::random_device{}());
-  return Load();
+  if (absl::Status s = Load(); !s.ok()) return s;
+  // The state file is written off every caller's path (a slow disk never
+  // holds up a submission).
+  writer_ = std::thread([this] { WriterLoop(); });
+  return absl::OkStatus();
 }
 
 std::unique_ptr<client::Client> SlurmController::AcquireClient() {
@@ -224,7 +228,7 @@ std::string SlurmController::NewToken() {
   return buf;
 }
 
-absl::Status SlurmController::Save() const {
+std::string SlurmController::StateJsonLocked() const {
   ordered_json doc;
   doc["proposals"] = ordered_json::object();
   for (const auto& [token, p] : proposals_) {
@@ -241,16 +245,81 @@ absl::Status SlurmController::Save() const {
     doc["placed"][job] = {{"token", p.token}, {"nodes", p.nodes}, {"profile", placer::TrafficProfileToJson(p.profile)}};
   }
   doc["unreleased"] = unreleased_;
-  const std::string tmp = options_.state_path + ".tmp";
+  return doc.dump(1) + "\n";
+}
+
+absl::Status SlurmController::WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << doc.dump(1) << "\n";
-    if (!out.flush()) return absl::UnavailableError(absl::StrCat("state_path: cannot write '", tmp, "'"));
+    out << text;
+    if (!out.flush()) return absl::UnavailableError(absl::StrCat("cannot write '", tmp, "'"));
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, options_.state_path, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("state_path: cannot rename to '", options_.state_path, "': ", ec.message()));
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot rename to '", path, "': ", ec.message()));
   return absl::OkStatus();
+}
+
+void SlurmController::Save() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  dirty_ = true;
+  write_cv_.notify_one();
+}
+
+void SlurmController::QueueDump(const std::string& name, placer::RankRequest request) const {
+  if (options_.dump_dir.empty()) return;
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (dumps_.size() < 256) dumps_.emplace_back(options_.dump_dir + "/" + name + ".json", std::move(request));
+  write_cv_.notify_one();
+}
+
+void SlurmController::WriteOnce() {
+  bool dirty;
+  std::deque<std::pair<std::string, placer::RankRequest>> dumps;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    dirty = dirty_;
+    dirty_ = false;
+    dumps.swap(dumps_);
+  }
+  for (const auto& [path, request] : dumps) {
+    if (absl::Status s = WriteAtomically(path, RankRequestToServerJson(request)); !s.ok()) {
+      spdlog::warn("phasor slurm: dump_dir: {}", std::string(s.message()));
+    }
+  }
+  if (!dirty) return;
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    text = StateJsonLocked();
+  }
+  if (absl::Status s = WriteAtomically(options_.state_path, text); !s.ok()) {
+    spdlog::warn("phasor slurm: state_path: {} (retried at the next change)", std::string(s.message()));
+  }
+}
+
+void SlurmController::WriterLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(write_mu_);
+      write_cv_.wait(lock, [&] { return stop_writer_ || dirty_ || !dumps_.empty(); });
+      if (stop_writer_ && !dirty_ && dumps_.empty()) return;
+    }
+    WriteOnce();
+  }
+}
+
+void SlurmController::Flush() { WriteOnce(); }
+
+SlurmController::~SlurmController() {
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stop_writer_ = true;
+    write_cv_.notify_one();
+  }
+  if (writer_.joinable()) writer_.join();
+  WriteOnce();
 }
 
 absl::Status SlurmController::Load() {
@@ -355,12 +424,7 @@ absl::StatusOr<SlurmController::Ranking> SlurmController::PrepareRanking(const s
 
 absl::StatusOr<SlurmController::Choice> SlurmController::Rank(Ranking& r, client::Client& phasord,
                                                               const std::string& dump_name) const {
-  if (!options_.dump_dir.empty()) {
-    const std::string path = options_.dump_dir + "/" + dump_name + ".json";
-    std::ofstream(path + ".tmp") << RankRequestToServerJson(r.request);
-    std::error_code ec;
-    std::filesystem::rename(path + ".tmp", path, ec);
-  }
+  QueueDump(dump_name, r.request);
   std::string unrouted;
   Route(r.request, unrouted);
   if (r.request.candidates.empty()) {
@@ -405,7 +469,9 @@ SlurmController::FreeNodes SlurmController::FreeNodesLocked(const std::set<std::
     if (drained) continue;
     auto on = jobs_on.find(n.name);
     const size_t running = on == jobs_on.end() ? 0 : on->second.first - on->second.second;
-    const bool ending = on != jobs_on.end() && on->second.second > 0 && running == 0;
+    const bool completing = n.state == "completing" ||
+                            std::find(n.flags.begin(), n.flags.end(), "COMPLETING") != n.flags.end();
+    const bool ending = (completing || (on != jobs_on.end() && on->second.second > 0)) && running == 0;
     if (ending || (freeing.contains(n.name) && running <= 1)) free.soon.insert(n.name);
   }
   // Pins of submissions no poll shows yet: Slurm starts them there.
@@ -445,9 +511,31 @@ std::vector<std::string> SlurmController::TreeFirst(const std::set<std::string>&
   return first.ok() && !first->empty() ? (*first)[0].nodes : std::vector<std::string>();
 }
 
+std::set<std::string> SlurmController::Occupied(const ClusterState& cluster) {
+  std::set<std::string> out;
+  for (const SlurmJob& j : cluster.jobs) {
+    if (JobIsRunning(j)) out.insert(j.nodes.begin(), j.nodes.end());
+  }
+  for (const SlurmNode& n : cluster.nodes) {
+    const bool drained = std::any_of(n.flags.begin(), n.flags.end(), [](const std::string& f) {
+      return f.rfind("DRAIN", 0) == 0 || f == "POWERING_DOWN" || f == "POWERED_DOWN";
+    });
+    if (NodeHasFailed(n) || drained || n.state == "drained") out.insert(n.name);
+  }
+  return out;
+}
+
+bool SlurmController::PinIsStale(const std::vector<std::string>& pin, const NodeDemand& demand,
+                                 const std::set<std::string>& occupied) {
+  if (pin.size() != demand.count) return true;
+  return std::any_of(pin.begin(), pin.end(),
+                     [&](const std::string& n) { return occupied.contains(n) || !demand.eligible.contains(n); });
+}
+
 SlurmController::Walk SlurmController::WalkLocked(const std::set<std::string>& freeing) const {
   Walk w;
   w.free = FreeNodesLocked(freeing);
+  const std::set<std::string> occupied = Occupied(cluster_);
   for (const SlurmJob* job : PendingInPriorityOrder(cluster_)) {
     const Proposal* prop = nullptr;
     if (auto t = token_of_.find(job->id); t != token_of_.end()) {
@@ -472,8 +560,8 @@ SlurmController::Walk SlurmController::WalkLocked(const std::set<std::string>& f
     if (!demand->startable || w.blocked.contains(demand->partition)) continue;
     const std::set<std::string> pool = PoolFor(w.free, *demand);
     std::vector<std::string> takes;
-    if (prop != nullptr && !prop->pin.empty()) {
-      // Slurm starts a pinned job on its pin only.
+    if (prop != nullptr && !prop->pin.empty() && !PinIsStale(prop->pin, *demand, occupied)) {
+      // Slurm starts a pinned job on its pin only (and waits for it).
       std::set<std::string> all = w.free.idle;
       all.insert(w.free.soon.begin(), w.free.soon.end());
       if (AllIn(prop->pin, all)) takes = prop->pin;
@@ -520,13 +608,14 @@ absl::Status SlurmController::ReplanLocked(const std::set<std::string>& freeing)
     cluster = cluster_;
     free = FreeNodesLocked(freeing);
   }
+  const std::set<std::string> occupied = Occupied(cluster);
   absl::Status status = absl::OkStatus();
   std::set<std::string> blocked;
   auto record = [&](const std::string& token, const std::vector<std::string>& pin) {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto p = proposals_.find(token); p != proposals_.end()) p->second.pin = pin;
     ++(pin.empty() ? counters_.replan_unpins : counters_.replan_pins);
-    if (absl::Status saved = Save(); !saved.ok() && status.ok()) status = saved;
+    Save();
   };
   auto unpin = [&](const Item& item) {
     absl::Status s = options_.slurm->UpdatePendingJob(item.job.id, {}, item.proposal->num_nodes);
@@ -562,9 +651,13 @@ absl::Status SlurmController::ReplanLocked(const std::set<std::string>& freeing)
       if (pinned) unpin(item);
       continue;
     }
+    // A pin is taken back only when another job took its nodes (or they
+    // failed, or the job may no longer use them); a pin waiting for nodes
+    // that are about to free stays.
+    const bool stale = pinned && PinIsStale(item.proposal->pin, *demand, occupied);
     if (blocked.contains(demand->partition)) {
       // Slurm's main scheduler starts nothing here before the job ahead.
-      if (pinned && !AllIn(item.proposal->pin, all)) unpin(item);
+      if (stale) unpin(item);
       continue;
     }
     const std::set<std::string> pool = PoolFor(free, *demand);
@@ -579,12 +672,17 @@ absl::Status SlurmController::ReplanLocked(const std::set<std::string>& freeing)
       continue;
     }
     // An opted-in job.
-    if (pinned && AllIn(item.proposal->pin, all) && item.proposal->pin.size() == demand->count) {
-      TakeNodes(free, item.proposal->pin);
-      continue;
+    if (pinned && !stale) {
+      // It waits for its pin unless it could start at once elsewhere.
+      const bool waits = !AllIn(item.proposal->pin, all);
+      if (!waits || Usable(free.idle, *demand) < demand->count) {
+        if (waits) blocked.insert(demand->partition);
+        TakeNodes(free, item.proposal->pin);
+        continue;
+      }
     }
     if (Usable(pool, *demand) < demand->count) {
-      if (pinned) unpin(item);
+      if (stale) unpin(item);
       blocked.insert(demand->partition);
       continue;
     }
@@ -704,10 +802,7 @@ absl::StatusOr<SubmitAnswer> SlurmController::Submit(const SubmitQuery& query) {
   }
   proposals_[token] = std::move(proposal);
   ++counters_.proposals;
-  if (absl::Status s = Save(); !s.ok()) {
-    proposals_.erase(token);
-    return declined(s);
-  }
+  Save();
   return answer;
 }
 
@@ -725,7 +820,7 @@ void SlurmController::Abandon(const std::string& token) {
   spdlog::info("phasor slurm: the hook did not take the answer for token {}: dropped", token);
   proposals_.erase(p);
   ++counters_.dropped_unbound;
-  (void)Save();
+  Save();
 }
 
 absl::Status SlurmController::Poll() {
@@ -835,7 +930,7 @@ absl::Status SlurmController::RefreshImpl(const ClusterState& state, int64_t pol
       changed = true;
     }
     base_ = WalkLocked({});
-    if (changed) status = Save();
+    if (changed) Save();
   }
   if (absl::Status s = ReleaseUnreleased(); !s.ok() && status.ok()) status = s;
   for (const ToStart& t : to_start) {
@@ -865,6 +960,7 @@ absl::Status SlurmController::RefreshImpl(const ClusterState& state, int64_t pol
 }
 
 absl::Status SlurmController::ReleaseUnreleased() {
+  std::lock_guard<std::mutex> one(release_mu_);  // End and a poll: one release at a time
   std::vector<std::string> jobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -887,7 +983,8 @@ absl::Status SlurmController::ReleaseUnreleased() {
   }
   counters_.releases += jobs.size();
   spdlog::info("phasor slurm: released {}", absl::StrJoin(jobs, ","));
-  return Save();
+  Save();
+  return absl::OkStatus();
 }
 
 absl::Status SlurmController::Start(const std::string& job_id, const std::string& token,
@@ -963,7 +1060,8 @@ absl::Status SlurmController::Start(const std::string& job_id, const std::string
   if (on_pin) ++counters_.starts_on_pin;
   spdlog::info("phasor slurm: job {} started on {} ({}): committed", job_id, absl::StrJoin(where, ","),
                on_pin ? "phasor's pin" : "Slurm's choice");
-  return Save();
+  Save();
+  return absl::OkStatus();
 }
 
 absl::Status SlurmController::End(const std::string& job_id, const std::string& node) {
@@ -978,7 +1076,7 @@ absl::Status SlurmController::End(const std::string& job_id, const std::string& 
       observed_profiles_.erase(job_id);
       unreleased_.insert(job_id);
       release = true;
-      if (absl::Status s = Save(); !s.ok()) spdlog::warn("phasor slurm: {}", std::string(s.message()));
+      Save();
     }
     // Opted-in jobs that wait: bound and pending, or submitted unpinned since the last poll.
     for (const auto& [token, p] : proposals_) {

@@ -27,7 +27,8 @@
 // phasord publishes its offset. End (Epilog), or a poll that no longer
 // shows the job running (requeued, cancelled, a node failed): phasord
 // releases it. Proposals, pins and placed jobs live in a JSON state file,
-// so a restarted controller still knows them.
+// written by a thread of its own soon after each change, so a restarted
+// controller still knows them.
 //
 // Thread safety: every public method may be called from any thread. State
 // is guarded by one mutex that is never held across phasord or Slurm I/O (a
@@ -38,6 +39,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,6 +48,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -142,6 +145,10 @@ class SlurmController {
   // InvalidArgument naming the option; the topology's and the state file's
   // errors as they are.
   static absl::StatusOr<std::unique_ptr<SlurmController>> Create(SlurmControllerOptions options);
+  // Writes the state file (and queued dumps) one last time.
+  ~SlurmController();
+  SlurmController(const SlurmController&) = delete;
+  SlurmController& operator=(const SlurmController&) = delete;
 
   // One poll of Slurm (options.slurm), Refresh, then a re-plan of the
   // pending jobs. What failed, with the rest still done.
@@ -182,6 +189,10 @@ class SlurmController {
   // opted-in jobs wait, polls Slurm and re-plans them with the job's nodes
   // as free. OK for a job phasor did not place.
   absl::Status End(const std::string& job_id, const std::string& node);
+
+  // Writes the state file and the queued dumps now (they are otherwise
+  // written by a thread of their own, soon after each change).
+  void Flush();
 
   // Jobs placed now (Slurm job id -> nodes), pins on pending jobs (job id ->
   // nodes), and counters.
@@ -228,7 +239,14 @@ class SlurmController {
 
   explicit SlurmController(SlurmControllerOptions options) : options_(std::move(options)) {}
   absl::Status Init();
-  absl::Status Save() const;
+  // Under mu_: the state changed; the writer thread writes it soon.
+  void Save();
+  std::string StateJsonLocked() const;
+  static absl::Status WriteAtomically(const std::string& path, const std::string& text);
+  // Queues `request` for dump_dir/<name>.json (written by the writer thread).
+  void QueueDump(const std::string& name, placer::RankRequest request) const;
+  void WriteOnce();
+  void WriterLoop();
   absl::Status Load();
   // Server-form candidates become link shares over the fabric (the ring
   // traffic model of `phasor rank --topology`), so phasord needs no fabric.
@@ -253,6 +271,10 @@ class SlurmController {
   // waiting for an Epilog), else the idle and the soon free.
   static std::set<std::string> PoolFor(const FreeNodes& free, const NodeDemand& demand);
   static size_t Usable(const std::set<std::string>& pool, const NodeDemand& demand);
+  // Nodes another job runs on, or down or drained: a pin on one is stale.
+  static std::set<std::string> Occupied(const ClusterState& cluster);
+  static bool PinIsStale(const std::vector<std::string>& pin, const NodeDemand& demand,
+                         const std::set<std::string>& occupied);
   // topology/tree's own first choice for the job in `pool` (empty: none).
   std::vector<std::string> TreeFirst(const std::set<std::string>& pool, const NodeDemand& demand) const;
   // Under mu_: the walk of the pending jobs, each taking its pin or Slurm's
@@ -275,6 +297,15 @@ class SlurmController {
   std::unique_ptr<client::Client> replan_client_;  // replan_timeout_ms; under replan_mu_
 
   std::mutex submit_mu_;  // slurmctld submits one job at a time; this keeps it so
+  std::mutex release_mu_;  // one ReleaseUnreleased at a time
+  // The writer thread: the state file and dumps (write_mu_ guards the flags
+  // and the queue; mu_ is taken only to serialize the state).
+  mutable std::mutex write_mu_;
+  mutable std::condition_variable write_cv_;
+  bool dirty_ = false;
+  bool stop_writer_ = false;
+  mutable std::deque<std::pair<std::string, placer::RankRequest>> dumps_;
+  std::thread writer_;
   std::mutex replan_mu_;  // one poll or re-plan at a time
   std::map<std::string, int64_t> gated_;  // under replan_mu_: jobs whose End re-planned with all their nodes free
   std::mutex clients_mu_;

@@ -127,7 +127,7 @@ absl::StatusOr<JobRequest> JobRequestFromHook(const std::map<std::string, std::s
   JobRequest r;
   for (const auto& [key, value] : fields) {
     if (UnsupportedHookFields().contains(key)) {
-      if (key == "contiguous" && value == "0") continue;
+      if (value == "0") continue;  // a count or flag not given (contiguous=0, boards_per_node=0, ...)
       r.unsupported.push_back(key);
     } else if (!ModelledHookFields().contains(key)) {
       r.unsupported.push_back(key);  // a field this controller does not know
@@ -255,10 +255,7 @@ absl::StatusOr<NodeDemand> ResolveDemand(const JobRequest& r, const ClusterState
   std::vector<const SlurmNode*> eligible;
   for (const SlurmNode& n : cluster.nodes) {
     if (!in_partition.contains(n.name) || excluded.contains(n.name)) continue;
-    if (own != nullptr ? std::find(own->nodes.begin(), own->nodes.end(), n.name) == own->nodes.end()
-                       : reserved.contains(n.name)) {
-      continue;
-    }
+    if (own != nullptr && std::find(own->nodes.begin(), own->nodes.end(), n.name) == own->nodes.end()) continue;
     if (!Satisfies(n, *constraint) || n.cpus < node_cpus) continue;
     if (r.mem_per_node_mb > n.real_memory_mb || r.tmp_disk_mb > n.tmp_disk_mb) continue;
     if (!gres->empty()) {
@@ -291,12 +288,14 @@ absl::StatusOr<NodeDemand> ResolveDemand(const JobRequest& r, const ClusterState
   // Memory per CPU: the most CPUs one node runs.
   const uint64_t tasks_per_node = r.num_tasks > 0 ? CeilDiv(r.num_tasks, count) : std::max<uint32_t>(1, r.ntasks_per_node);
   const uint64_t cpus_used = std::max<uint64_t>(r.pn_min_cpus, tasks_per_node * cpt);
+  size_t ever = 0;  // nodes the job could get once other reservations end
   for (const SlurmNode* n : eligible) {
-    if (r.mem_per_cpu_mb == 0 || r.mem_per_cpu_mb * cpus_used <= n->real_memory_mb) d.eligible.insert(n->name);
+    if (r.mem_per_cpu_mb != 0 && r.mem_per_cpu_mb * cpus_used > n->real_memory_mb) continue;
+    ++ever;
+    if (own != nullptr || !reserved.contains(n->name)) d.eligible.insert(n->name);
   }
-  if (d.eligible.size() < count) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(d.eligible.size(), " nodes satisfy the job's restrictions, it needs ", count));
+  if (ever < count) {
+    return absl::FailedPreconditionError(absl::StrCat(ever, " nodes satisfy the job's restrictions, it needs ", count));
   }
   d.count = static_cast<uint32_t>(count);
   return d;

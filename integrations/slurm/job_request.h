@@ -80,7 +80,9 @@ JobRequest JobRequestFromSqueue(const SlurmJob& job);
 
 struct NodeDemand {
   std::string partition;        // the partition the job runs in
-  std::set<std::string> eligible;  // the nodes it may get, whatever their state
+  // The nodes it may get now, whatever their state (not those of another
+  // job's active reservation).
+  std::set<std::string> eligible;
   uint32_t count = 0;           // how many it needs
   // Whether Slurm may start it now, all else free: not held or deferred, the
   // partition up, its reservation (if any) active.
@@ -91,8 +93,9 @@ struct NodeDemand {
 // FailedPrecondition, with the reason, when phasor does not model the
 // request (an unsupported field, several partitions, a constraint with
 // brackets or counts, ...), when the request names its nodes, or when no
-// set of eligible nodes could ever hold it (Slurm then decides alone:
-// rejects it, or lets it wait).
+// set of nodes could ever hold it (Slurm then decides alone: rejects it,
+// or lets it wait). A job may need more nodes than are eligible now (other
+// reservations hold some): it waits.
 absl::StatusOr<NodeDemand> ResolveDemand(const JobRequest& request, const ClusterState& cluster);
 
 }  // namespace phasor::slurm

@@ -221,6 +221,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
 		return new ~= nil and new ~= token_of(job_rec.comment)
 	end)
 	if ok and refused then
+		log("refused a comment giving job %s another token (uid %s)", tostring(job_rec.job_id), tostring(modify_uid))
 		slurm.log_user("phasor: a job's token is set by phasor's job_submit.lua; a comment may keep the job's own token, not give it another")
 		return slurm.ERROR
 	end

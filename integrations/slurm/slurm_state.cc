@@ -85,8 +85,10 @@ std::vector<std::string> Lines(std::string_view text) {
 }  // namespace
 
 bool NodeIsFree(const SlurmNode& node) {
-  static const std::set<std::string> kBusy = {"DRAIN",    "DRAINING",     "DRAINED",    "NOT_RESPONDING", "MAINTENANCE",
-                                              "RESERVED", "POWERED_DOWN", "COMPLETING", "FAIL",           "POWERING_DOWN",
+  // RESERVED and MAINTENANCE are not here: a reservation's nodes are free
+  // for its jobs (job_request.h keeps the others off them).
+  static const std::set<std::string> kBusy = {"DRAIN",        "DRAINING",   "DRAINED",          "NOT_RESPONDING",
+                                              "POWERED_DOWN", "COMPLETING", "FAIL",             "POWERING_DOWN",
                                               "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERING_UP"};
   if (node.state != "idle") return false;
   return std::none_of(node.flags.begin(), node.flags.end(), [](const std::string& f) { return kBusy.contains(f); });

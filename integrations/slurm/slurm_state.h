@@ -33,7 +33,8 @@ struct SlurmNode {
 };
 
 // Idle and free to take: state "idle" and none of DRAIN, DRAINING, DRAINED,
-// NOT_RESPONDING, MAINTENANCE, RESERVED, POWERED_DOWN, COMPLETING, FAIL.
+// NOT_RESPONDING, POWERED_DOWN, COMPLETING, FAIL (a reserved node is free
+// for its reservation's jobs: ResolveDemand keeps the others off it).
 bool NodeIsFree(const SlurmNode& node);
 // Gone for the jobs on it: state "down" or "fail", or flag FAIL/NOT_RESPONDING.
 bool NodeHasFailed(const SlurmNode& node);

@@ -217,7 +217,8 @@ TEST_F(ControllerTest, IdleClusterPinsAtSubmitAndCommitsAtStart) {
   EXPECT_EQ(offset->period_us(), 100000u);
   EXPECT_EQ(c->counters().starts, 1u);
   EXPECT_EQ(c->counters().starts_on_pin, 1u);
-  // The dump of A's pin ranks to the same top candidate with phasor rank.
+  // The RankRequest behind A's pin is dumped.
+  c->Flush();
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/" + a->token + ".json"));
 
   // A restarted controller knows job 41, and 42's token.
@@ -273,6 +274,15 @@ TEST_F(ControllerTest, BusyClusterPlacesTheWaitingJobWhenNodesFree) {
   ASSERT_TRUE(c->End("11", "n04").ok());
   EXPECT_THAT(slurm_.updates, SizeIs(1));
   EXPECT_EQ(c->counters().replan_pins, 1u);
+  // A poll while the nodes still complete (the job already shows as ended):
+  // the pin waits for them, it is not taken back.
+  slurm_.Job("11")->state = "COMPLETED";
+  for (SlurmNode& n : slurm_.state.nodes) {
+    if (n.name == "n03" || n.name == "n04") n.flags = {"COMPLETING"};
+  }
+  ASSERT_TRUE(c->Poll().ok());
+  EXPECT_THAT(slurm_.updates, SizeIs(1));
+  for (SlurmNode& n : slurm_.state.nodes) n.flags.clear();
   // Slurm starts it there; its Prolog commits it.
   slurm_.Gone("11");
   slurm_.Run("20", {"n03", "n04"});
@@ -280,6 +290,7 @@ TEST_F(ControllerTest, BusyClusterPlacesTheWaitingJobWhenNodesFree) {
   EXPECT_EQ(c->counters().starts_on_pin, 1u);
   EXPECT_TRUE(Client()->GetOffset("20").ok());
   // The dump behind the pin names the job by its Slurm id, on those nodes.
+  c->Flush();
   std::ifstream in(dir_ + "/" + a->token + ".json");
   const nlohmann::json dumped = nlohmann::json::parse(in);
   bool found = false;
@@ -455,6 +466,7 @@ TEST_F(ControllerTest, RunningJobsTakeTheProbesProfileAndTheirShiftIsPinned) {
   ASSERT_TRUE(c->Poll().ok());
   absl::StatusOr<SubmitAnswer> b = c->Submit(Query("phasor", {{"min_nodes", "2"}}));
   ASSERT_TRUE(b.ok()) << b.status().message();
+  c->Flush();
   std::ifstream in(dir_ + "/" + b->token + ".json");
   const nlohmann::json dumped = nlohmann::json::parse(in);
   ASSERT_EQ(dumped["jobs"].size(), 2u);
