@@ -849,6 +849,7 @@ absl::Status SlurmController::RefreshImpl(const ClusterState& state, int64_t pol
     std::vector<std::string> nodes;
   };
   std::vector<ToStart> to_start;
+  std::vector<std::pair<std::string, std::string>> to_unpin;  // job, its node count
   absl::Status status = absl::OkStatus();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -899,6 +900,10 @@ absl::Status SlurmController::RefreshImpl(const ClusterState& state, int64_t pol
       if (why != nullptr) {
         spdlog::info("phasor slurm: token {}{}{} dropped: {}", it->first, p.job_id.empty() ? "" : " of job ", p.job_id,
                      why);
+        // A job that still waits keeps no pin phasor no longer answers for.
+        if (auto job = jobs_.find(p.job_id); !p.pin.empty() && job != jobs_.end() && job->second.state == "PENDING") {
+          to_unpin.emplace_back(p.job_id, p.num_nodes);
+        }
         token_of_.erase(p.job_id);
         it = proposals_.erase(it);
         changed = true;
@@ -933,6 +938,11 @@ absl::Status SlurmController::RefreshImpl(const ClusterState& state, int64_t pol
     if (changed) Save();
   }
   if (absl::Status s = ReleaseUnreleased(); !s.ok() && status.ok()) status = s;
+  for (const auto& [job, num_nodes] : to_unpin) {
+    if (absl::Status s = options_.slurm->UpdatePendingJob(job, {}, num_nodes); !s.ok()) {
+      spdlog::info("phasor slurm: job {}: could not take its pin back: {}", job, std::string(s.message()));
+    }
+  }
   for (const ToStart& t : to_start) {
     spdlog::info("phasor slurm: job {} runs but its Prolog never reached the controller: committing it", t.job);
     if (absl::Status s = Start(t.job, t.token, t.nodes); !s.ok()) {

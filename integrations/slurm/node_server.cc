@@ -2,6 +2,7 @@
 
 #include <zmq.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/match.h"
@@ -20,6 +21,8 @@ namespace {
 constexpr const char* kVersion = "phasor.slurm.v1";
 constexpr const char* kZap = "inproc://zeromq.zap.01";
 constexpr const char* kResults = "inproc://phasor-slurm-node-results";
+// How long AskController waits for the connection (and its CURVE handshake).
+constexpr int64_t kConnectBudgetMs = 500;
 
 std::string Busy() { return "ok=0\nreason=controller:%20too%20many%20requests%20waiting\n"; }
 
@@ -198,7 +201,21 @@ absl::StatusOr<std::string> AskController(const NodeConfig& config, const std::s
     if (absl::Status s = client::ApplyCurve(socket, *keys); !s.ok()) return s;
   }
   try {
+    // Messages go only to a connection that is up: a controller that is down
+    // costs the Epilog kConnectBudgetMs, not its whole bound.
+    socket.set(zmq::sockopt::immediate, 1);
     socket.connect(config.controller);
+    const int64_t connect_by = std::min<int64_t>(deadline, MonotonicMs() + kConnectBudgetMs);
+    while (true) {
+      const int64_t left = connect_by - MonotonicMs();
+      zmq::pollitem_t out{socket.handle(), 0, ZMQ_POLLOUT, 0};
+      if (left > 0 && zmq::poll(&out, 1, std::chrono::milliseconds(left)) > 0) break;
+      if (MonotonicMs() >= connect_by) {
+        return absl::UnavailableError(absl::StrCat("controller at ", config.controller, ": no connection in ",
+                                                   std::min<int64_t>(kConnectBudgetMs, config.controller_timeout_ms),
+                                                   " ms"));
+      }
+    }
     const std::string text =
         request + "deadline_us=" + std::to_string(SystemUs() + (deadline - MonotonicMs()) * 1000) + "\n";
     const std::vector<zmq::const_buffer> out = {zmq::buffer(std::string_view(kVersion)), zmq::buffer(text)};

@@ -116,7 +116,8 @@ CONF
 src=$PHASOR_SOURCE_DIR/integrations/slurm
 sed -e "s|^local PHASOR_ASK = .*|local PHASOR_ASK = \"$PHASOR_SLURM_ASK\"|" "$src/job_submit.lua" >"$T/job_submit.lua"
 for s in prolog.sh epilog.sh task_prolog.sh; do
-  sed -e "s|^PHASOR=.*|PHASOR=$PHASOR|" -e "s|^PHASOR_CONFIG=.*|PHASOR_CONFIG=$T/node.yaml|" "$src/$s" >"$T/$s"
+  sed -e "s|^PHASOR=.*|PHASOR=$PHASOR|" -e "s|^PHASOR_CONFIG=.*|PHASOR_CONFIG=$T/node.yaml|" \
+      -e "s|^PHASOR_JOBS_DIR=.*|PHASOR_JOBS_DIR=/run/phasor/jobs|" "$src/$s" >"$T/$s"
 done
 
 # --- the cluster, phasord (TCP, CURVE) and the controller on ctl

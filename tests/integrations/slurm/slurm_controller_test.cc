@@ -381,6 +381,23 @@ TEST_F(ControllerTest, StalePinsAreTakenBack) {
   EXPECT_EQ(slurm_.Job("30")->required_nodes, "");
   EXPECT_FALSE(c->Pins().contains("30"));
   EXPECT_EQ(c->counters().replan_unpins, 1u);
+  // A job whose comment no longer carries its token is no longer phasor's:
+  // its pin goes with its proposal.
+  slurm_.state.jobs.clear();
+  for (SlurmNode& n : slurm_.state.nodes) n.state = "idle";
+  ASSERT_TRUE(c->Poll().ok());
+  absl::StatusOr<SubmitAnswer> b = c->Submit(Query("phasor", {{"partition", "cpu"}, {"min_nodes", "2"}}));
+  ASSERT_TRUE(b.ok());
+  ASSERT_THAT(b->nodes, SizeIs(2));
+  Submitted("33", *b, "cpu", 2);
+  slurm_.Busy("34", {"n01"});  // 33 waits (something else holds it back)
+  slurm_.Job("33")->state_reason = "Priority";
+  ASSERT_TRUE(c->Poll().ok());  // binds the token to 33
+  EXPECT_TRUE(c->Pins().contains("33"));
+  slurm_.Job("33")->comment = "phasor model=x";  // scontrol update Comment=...
+  ASSERT_TRUE(c->Poll().ok());
+  EXPECT_EQ(slurm_.updates.back(), "33:-2");
+  EXPECT_TRUE(c->Pins().empty());
 }
 
 // A submission whose job never shows (the hook gave up on the answer, or
@@ -646,7 +663,15 @@ TEST_F(ControllerTest, NodeEndpointSpeaksCurveWithAnAllowList) {
   EXPECT_EQ(AskController(node, "op=ping\n").status().code(), absl::StatusCode::kUnavailable);
   node.client_key_prefix = dir_ + "/none";
   EXPECT_EQ(AskController(node, "op=ping\n").status().code(), absl::StatusCode::kInvalidArgument);
+  // A controller that is down costs the connection budget, not the whole bound.
+  const std::string down = (*server)->endpoint();
   server->reset();
+  node.controller = down;
+  node.client_key_prefix = dir_ + "/node";
+  node.controller_timeout_ms = 5000;
+  absl::Status gone = AskController(node, "op=ping\n").status();
+  EXPECT_EQ(gone.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(gone.message(), absl::StrCat("controller at ", down, ": no connection in 500 ms"));
   // Plain TCP beyond loopback is refused; the key files go three together.
   o.secret_key_file.clear();
   o.endpoint = "tcp://10.1.2.3:7420";

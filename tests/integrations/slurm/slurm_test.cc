@@ -324,6 +324,10 @@ TEST(JobRequestTest, MemoryDiskGresReservationsAndExclusions) {
               UnorderedElementsAre("n05", "n06", "n07", "n08"));
   EXPECT_EQ(Untouched({{"reservation", "nope"}}), "reservation 'nope' is unknown");
   EXPECT_THAT(Demand({{"exc_nodes", "n[01-02]"}}).eligible, UnorderedElementsAre("n03", "n04"));
+  // Four cpu nodes, one reserved now: the job may wait for it (Slurm accepts it).
+  NodeDemand wait = Demand({{"partition", "cpu"}, {"min_nodes", "4"}});
+  EXPECT_EQ(wait.count, 4u);
+  EXPECT_THAT(wait.eligible, UnorderedElementsAre("n05", "n06", "n07"));
 }
 
 TEST(JobRequestTest, WhatPhasorDoesNotModelIsSlurms) {
