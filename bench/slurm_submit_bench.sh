@@ -37,24 +37,14 @@ cp "$T/keys/ctlclient.pub" "$T/keys/phasord.allowed"
 t0=$(date +%s%N)
 cluster_start "$T" || { echo "cluster did not start" >&2; exit 1; }
 echo "cluster start-up (9 hosts, munged, slurmctld, 8 slurmd idle): $((($(date +%s%N) - t0) / 1000000)) ms"
-cat >"$T/phasord.yaml" <<CONF
-request_endpoint: tcp://10.77.0.1:7410
-profile_endpoint: tcp://10.77.0.1:7411
-offset_endpoint: tcp://10.77.0.1:7412
-metrics_listen: ""
-curve:
-  server_secret_key_file: $T/keys/phasord.secret
-  server_public_key_file: $T/keys/phasord.pub
-  allowed_clients_file: $T/keys/phasord.allowed
-state_path: $T/phasord.db
-log_level: warn
-CONF
+echo "log_level: warn" | cluster_phasord_conf "$T"
 cluster_daemon ctl "$T/phasord.log" "$BUILD/cmd/phasord/phasord" --config "$T/phasord.yaml"
 on ctl mkdir -p /run/phasor
 cluster_daemon ctl "$T/controller.log" "$PHASOR" slurm serve --topology "$T/topology.conf" \
   --phasord tcp://10.77.0.1:7410 --server-key "$T/keys/phasord.pub" --client-keys "$T/keys/ctlclient" \
   --socket /run/phasor/slurm.sock --state "$T/state.json" --log-level warn
-cluster_wait 50 on ctl test -S /run/phasor/slurm.sock || { echo "controller did not start" >&2; exit 1; }
+controller_ready() { printf 'op=ping\n' | on ctl "$BUILD/integrations/slurm/phasor-slurm-ask" /run/phasor/slurm.sock 1000 | grep -q '^polled=1$'; }
+cluster_wait 150 controller_ready || { echo "controller did not start" >&2; exit 1; }
 sed -e "s|^local PHASOR_ASK = .*|local PHASOR_ASK = \"$BUILD/integrations/slurm/phasor-slurm-ask\"|" \
   "$SRC/integrations/slurm/job_submit.lua" >"$T/job_submit.lua"
 sleep 1.5  # slurmctld re-reads job_submit.lua when it changes
@@ -77,7 +67,7 @@ for r in $(seq "$ROUNDS"); do
   cluster_wait 300 cluster_all_idle || { echo "the cluster did not become idle" >&2; exit 1; }
 done
 grep -c "phasor: job '" "$T/log/slurmctld.log" >"$T/pinned"
-grep "lua: phasor: job" "$T/log/slurmctld.log" | sed -n 's/.*[( ]\([0-9.]*\) ms)$/\1/p' >"$T/hook.ms"
+grep "lua: phasor: job" "$T/log/slurmctld.log" | sed -n 's/.* (\([0-9.]*\) ms)$/\1/p' >"$T/hook.ms"
 grep "phasor: job left unmodified" "$T/log/slurmctld.log" | sed 's/.*phasor: /  /' | sort | uniq -c | head -5
 
 # The hook's question alone, from the helper (phasor-slurm-ask: fork/exec, the

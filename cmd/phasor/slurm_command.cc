@@ -94,11 +94,13 @@ void RunServe(ServeFlags& f) {
   ::signal(SIGINT, OnSlurmSignal);
   ::signal(SIGTERM, OnSlurmSignal);
   ::signal(SIGPIPE, SIG_IGN);
-  if (absl::Status s = (*controller)->Poll(); !s.ok()) {
-    spdlog::warn("phasor slurm: first poll: {}", std::string(s.message()));
-  }
+  // The first poll runs while the socket is served: until it is done,
+  // submissions are answered at once (left to Slurm), never queued.
   std::thread poller([&] {
     auto next = std::chrono::steady_clock::now();
+    if (absl::Status s = (*controller)->Poll(); !s.ok()) {
+      spdlog::warn("phasor slurm: first poll: {}", std::string(s.message()));
+    }
     while (!g_slurm_stop) {
       next += std::chrono::milliseconds(f.poll_ms);
       while (!g_slurm_stop && std::chrono::steady_clock::now() < next) {

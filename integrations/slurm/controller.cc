@@ -833,16 +833,6 @@ absl::Status SlurmController::Poll() {
   return refreshed.ok() ? replanned : refreshed;
 }
 
-absl::Status SlurmController::Refresh(const ClusterState& state, int64_t polled_at_us) {
-  std::lock_guard<std::mutex> one(replan_mu_);
-  return RefreshImpl(state, polled_at_us, /*snapshot=*/true);
-}
-
-absl::Status SlurmController::Replan(const std::set<std::string>& freeing) {
-  std::lock_guard<std::mutex> one(replan_mu_);
-  return ReplanLocked(freeing);
-}
-
 absl::Status SlurmController::RefreshImpl(const ClusterState& state, int64_t polled_at_us, bool snapshot) {
   struct ToStart {
     std::string job, token;
@@ -1130,6 +1120,11 @@ std::map<std::string, std::vector<std::string>> SlurmController::Pins() const {
     if (!p.pin.empty()) out[p.job_id.empty() ? "submit-" + token : p.job_id] = p.pin;
   }
   return out;
+}
+
+bool SlurmController::HasState() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return have_state_;
 }
 
 ControllerCounters SlurmController::counters() const {

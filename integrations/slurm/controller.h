@@ -73,9 +73,10 @@ struct SlurmControllerOptions {
   // phasord's request endpoint (and CURVE keys). Required.
   std::string phasord_endpoint;
   std::optional<client::CurveClientKeys> curve;
-  // How long a submit may wait for phasord's ranking (default 30 ms: the
-  // hook's bound is 50 ms). Never past the deadline the hook sends.
-  int submit_timeout_ms = 30;
+  // How long a submit may wait for phasord's ranking (default 40 ms of the
+  // hook's 50: the rest carries the request and the answer). An answer
+  // ready after the deadline the hook sends is not given.
+  int submit_timeout_ms = 40;
   // How long Start/End/polls wait for phasord (default 1 s; Prolog and
   // Epilog are not on the submission path).
   int lifecycle_timeout_ms = 1000;
@@ -150,22 +151,16 @@ class SlurmController {
   SlurmController(const SlurmController&) = delete;
   SlurmController& operator=(const SlurmController&) = delete;
 
-  // One poll of Slurm (options.slurm), Refresh, then a re-plan of the
-  // pending jobs. What failed, with the rest still done.
+  // One poll of Slurm (options.slurm): replaces the known state; binds
+  // tokens to job ids, drops proposals whose job is gone or never came,
+  // withdraws the placements of jobs that no longer run or lost a node,
+  // commits jobs that run without their Prolog having reached the
+  // controller, refreshes the running jobs' profiles and shifts from
+  // phasord's snapshot (releases phasord does not acknowledge are retried);
+  // then re-plans the pending jobs: pins the opted-in jobs that would start
+  // now, takes back pins that no longer match. What failed, with the rest
+  // still done.
   absl::Status Poll();
-
-  // Replaces the known Slurm state (`polled_at_us`: when the poll began);
-  // binds tokens to job ids, drops proposals whose job is gone or never
-  // came, withdraws the placements of jobs that no longer run or lost a
-  // node, commits jobs that run without their Prolog having reached the
-  // controller, and refreshes the running jobs' profiles and shifts from
-  // phasord's snapshot. Releases phasord does not acknowledge are retried.
-  absl::Status Refresh(const ClusterState& state, int64_t polled_at_us);
-
-  // Re-plans the pending jobs on the known state with `freeing` (nodes whose
-  // job is ending) counted as free: pins the opted-in jobs that would start
-  // now, takes back pins that no longer match.
-  absl::Status Replan(const std::set<std::string>& freeing = {});
 
   // A token (and, when Slurm would start the job now, a pin) for a job that
   // opts in. FailedPrecondition with the reason when the job is left
@@ -189,6 +184,10 @@ class SlurmController {
   // opted-in jobs wait, polls Slurm and re-plans them with the job's nodes
   // as free. OK for a job phasor did not place.
   absl::Status End(const std::string& job_id, const std::string& node);
+
+  // Whether a poll has given the controller Slurm's state (before it, every
+  // submission is left to Slurm).
+  bool HasState() const;
 
   // Writes the state file and the queued dumps now (they are otherwise
   // written by a thread of their own, soon after each change).
@@ -280,8 +279,11 @@ class SlurmController {
   // Under mu_: the walk of the pending jobs, each taking its pin or Slurm's
   // own first choice, without ranking.
   Walk WalkLocked(const std::set<std::string>& freeing) const;
-  absl::Status ReplanLocked(const std::set<std::string>& freeing);  // replan_mu_ held
-  // Refresh with replan_mu_ held; `snapshot`: also read phasord's snapshot.
+  // Re-plans the pending jobs on the known state with `freeing` (nodes whose
+  // job is ending) counted as free; replan_mu_ held.
+  absl::Status ReplanLocked(const std::set<std::string>& freeing);
+  // The state part of Poll (`polled_at_us`: when the poll began), with
+  // replan_mu_ held; `snapshot`: also read phasord's snapshot.
   absl::Status RefreshImpl(const ClusterState& state, int64_t polled_at_us, bool snapshot);
   // Tells phasord of the jobs in unreleased_ (without mu_ held).
   absl::Status ReleaseUnreleased();

@@ -147,7 +147,9 @@ std::string AnswerHookRequest(SlurmController& controller, absl::string_view req
     absl::Status s = controller.End(Get(*fields, "job"), Get(*fields, "node"));
     return s.ok() ? "ok=1\n" : Fail(s.message());
   }
-  if (op == "ping") return absl::StrCat("ok=1\nplaced=", controller.Placed().size(), "\n");
+  if (op == "ping") {
+    return absl::StrCat("ok=1\nplaced=", controller.Placed().size(), "\npolled=", controller.HasState() ? 1 : 0, "\n");
+  }
   return Fail(absl::StrCat("op: '", op.substr(0, 32), "' is not submit, start, end or ping"));
 }
 

@@ -12,7 +12,7 @@
 //           unpinned=REASON says why)
 //   op=start job=ID token=T nodelist=L node=N   -> ok=1   (Prolog)
 //   op=end job=ID node=N                        -> ok=1   (Epilog, every job)
-//   op=ping                                     -> ok=1 placed=N
+//   op=ping                                     -> ok=1 placed=N polled=0|1
 // Any failure is "ok=0" with "reason=TEXT". deadline_us (system clock) is
 // when the client gives up: the controller does not work past it, and
 // drops a proposal whose answer it could not deliver.

@@ -48,6 +48,12 @@ local function now()
 	return os.time()
 end
 
+-- " (12.3 ms)" since `started`, when the clock has milliseconds.
+local function took(started)
+	if not have_clock then return "" end
+	return string.format(" (%.1f ms)", (now() - started) * 1000)
+end
+
 -- The job_desc fields that restrict the nodes a job may get or make it wait,
 -- and the width of the numeric ones (their "unset" values differ).
 local FIELDS = {
@@ -193,13 +199,13 @@ local function place(job_desc, started)
 		job_desc.max_nodes = count
 	end
 	job_desc.comment = new_comment
-	local ms = (now() - started) * 1000
 	if nodes ~= nil then
-		log("job '%s' of uid %s: nodes %s (candidate %s, score %s; %.1f ms)", string.sub(tostring(job_desc.name), 1, 64),
-			tostring(job_desc.user_id), nodes, string.sub(answer.candidate or "?", 1, 16), string.sub(answer.score or "?", 1, 16), ms)
+		log("job '%s' of uid %s: nodes %s (candidate %s, score %s)%s", string.sub(tostring(job_desc.name), 1, 64),
+			tostring(job_desc.user_id), nodes, string.sub(answer.candidate or "?", 1, 16), string.sub(answer.score or "?", 1, 16),
+			took(started))
 	else
-		log("job '%s' of uid %s: token only, placed when it can start: %s (%.1f ms)", string.sub(tostring(job_desc.name), 1, 64),
-			tostring(job_desc.user_id), string.sub(answer.unpinned or "", 1, 200), ms)
+		log("job '%s' of uid %s: token only, placed when it can start: %s%s", string.sub(tostring(job_desc.name), 1, 64),
+			tostring(job_desc.user_id), string.sub(answer.unpinned or "", 1, 200), took(started))
 	end
 	return nil
 end
@@ -210,7 +216,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 	if not ok then
 		log("job left unmodified: Lua error: %s", tostring(why))
 	elseif why ~= nil then
-		log("job left unmodified: %s (%.1f ms)", why, (now() - started) * 1000)
+		log("job left unmodified: %s%s", why, took(started))
 	end
 	return slurm.SUCCESS
 end

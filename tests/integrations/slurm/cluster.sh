@@ -194,6 +194,29 @@ cluster_start() {
   cluster_wait 200 cluster_all_idle || { echo "cluster: nodes not idle" >&2; on ctl sinfo >&2; return 1; }
 }
 
+# cluster_phasord_conf DIR: DIR/phasord.yaml for a phasord on ctl, every
+# socket on 10.77.0.1 with CURVE: keys DIR/keys/phasord.{secret,pub}, the
+# client keys allowed in DIR/keys/phasord.allowed; DIR/topology.conf as its
+# fabric. Extra YAML lines on stdin are appended.
+cluster_phasord_conf() {
+  local dir=$1
+  {
+    cat <<CONF
+request_endpoint: tcp://10.77.0.1:7410
+profile_endpoint: tcp://10.77.0.1:7411
+offset_endpoint: tcp://10.77.0.1:7412
+metrics_listen: ""
+curve:
+  server_secret_key_file: $dir/keys/phasord.secret
+  server_public_key_file: $dir/keys/phasord.pub
+  allowed_clients_file: $dir/keys/phasord.allowed
+state_path: $dir/phasord.db
+topology_path: $dir/topology.conf
+CONF
+    cat
+  } >"$dir/phasord.yaml"
+}
+
 cluster_host_up() { [ "$(on "$1" hostname 2>/dev/null)" = "$1" ]; }
 
 cluster_all_idle() {

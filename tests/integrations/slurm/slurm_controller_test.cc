@@ -595,14 +595,14 @@ TEST_F(ControllerTest, HookSocketAnswersAndTheClientKeepsItsDeadline) {
             "ok=0\nreason=op:%20submit%20is%20taken%20on%20the%20hook%27s%20socket%20only\n");
   EXPECT_EQ(AnswerHookRequest(*c, "garbage", HookAccess::kAll), "ok=0\nreason=request%20line%201:%20expected%20key=value\n");
   EXPECT_EQ(AnswerHookRequest(*c, "op=rm\n", HookAccess::kAll), "ok=0\nreason=op:%20%27rm%27%20is%20not%20submit,%20start,%20end%20or%20ping\n");
-  EXPECT_EQ(AnswerHookRequest(*c, "op=ping\n", HookAccess::kAll), "ok=1\nplaced=0\n");
+  EXPECT_EQ(AnswerHookRequest(*c, "op=ping\n", HookAccess::kAll), "ok=1\nplaced=0\npolled=1\n");
 
   absl::StatusOr<std::unique_ptr<HookServer>> server = HookServer::Listen(dir_ + "/hook.sock", c.get());
   ASSERT_TRUE(server.ok()) << server.status().message();
   std::thread t([&] { (*server)->Serve(); });
   HookExchange pong = AskUnixSocket(dir_ + "/hook.sock", "op=ping\n", MonotonicMs() + 5000);
   ASSERT_TRUE(pong.ok) << pong.reply;
-  EXPECT_EQ(pong.reply, "ok=1\nplaced=0\n");
+  EXPECT_EQ(pong.reply, "ok=1\nplaced=0\npolled=1\n");
   (*server)->Stop();
   t.join();
   HookExchange none = AskUnixSocket(dir_ + "/none.sock", "op=ping\n", MonotonicMs() + 1000);
@@ -654,7 +654,7 @@ TEST_F(ControllerTest, NodeEndpointSpeaksCurveWithAnAllowList) {
   node.controller_timeout_ms = 3000;
   absl::StatusOr<std::string> pong = AskController(node, "op=ping\n");
   ASSERT_TRUE(pong.ok()) << pong.status().message();
-  EXPECT_EQ(*pong, "ok=1\nplaced=0\n");
+  EXPECT_EQ(*pong, "ok=1\nplaced=0\npolled=1\n");
   absl::StatusOr<std::string> submit = AskController(node, "op=submit\ncomment=phasor\n");
   ASSERT_TRUE(submit.ok());
   EXPECT_THAT(*submit, HasSubstr("ok=0"));
@@ -683,7 +683,7 @@ TEST_F(ControllerTest, NodeEndpointSpeaksCurveWithAnAllowList) {
   node = {};
   node.controller = "ipc://" + dir_ + "/nodes";
   node.controller_timeout_ms = 3000;
-  EXPECT_EQ(*AskController(node, "op=ping\n"), "ok=1\nplaced=0\n");
+  EXPECT_EQ(*AskController(node, "op=ping\n"), "ok=1\nplaced=0\npolled=1\n");
 }
 
 }  // namespace
