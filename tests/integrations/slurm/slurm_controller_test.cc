@@ -603,6 +603,12 @@ TEST_F(ControllerTest, HookSocketAnswersAndTheClientKeepsItsDeadline) {
   HookExchange pong = AskUnixSocket(dir_ + "/hook.sock", "op=ping\n", MonotonicMs() + 5000);
   ASSERT_TRUE(pong.ok) << pong.reply;
   EXPECT_EQ(pong.reply, "ok=1\nplaced=0\npolled=1\n");
+  // The Prolog and Epilog on the controller's own host take the same socket.
+  NodeConfig local;
+  local.controller = "unix://" + dir_ + "/hook.sock";
+  absl::StatusOr<std::string> end = AskController(local, "op=end\njob=77\nnode=n01\n");
+  ASSERT_TRUE(end.ok()) << end.status().message();
+  EXPECT_EQ(*end, "ok=1\n");
   (*server)->Stop();
   t.join();
   HookExchange none = AskUnixSocket(dir_ + "/none.sock", "op=ping\n", MonotonicMs() + 1000);
