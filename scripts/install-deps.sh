@@ -39,8 +39,9 @@ test_packages=(
   openssl  # the extender's TLS test and the gNMI tests make their CA and certificates with it
   chromium  # headless: the `phasor diagnose` HTML report's browser check
   prometheus  # a real Prometheus scrapes phasord in prometheus_scrape_test
-  # Slurm integration test: a real slurmctld + 8 slurmd (job_submit_lua.so is linked against Lua 5.1)
+  # Slurm integration test: a real slurmctld + 8 slurmd, each host in its own namespaces (job_submit_lua.so is linked against Lua 5.1)
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins lua5.1
+  lua-socket  # job_submit.lua talks to the controller's socket itself (socket.unix), without forking a helper
 )
 if [ "$group" = all ]; then
   packages+=("${test_packages[@]}")

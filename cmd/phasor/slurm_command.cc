@@ -1,14 +1,17 @@
-// `phasor slurm serve|prolog|epilog` (phasor as Slurm's placement plugin,
-// docs/slurm.md) and `phasor offset --job ID` (the TaskProlog's exports).
+// `phasor slurm serve|prolog|epilog|task-prolog` (phasor as Slurm's
+// placement plugin, docs/slurm.md) and `phasor offset --job ID`.
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,78 +23,46 @@
 #include "integrations/slurm/controller.h"
 #include "integrations/slurm/hook_server.h"
 #include "integrations/slurm/job_spec.h"
-#include "integrations/slurm/slurm_state.h"
+#include "integrations/slurm/node_config.h"
+#include "integrations/slurm/node_server.h"
+#include "integrations/slurm/slurm_commands.h"
 #include "protocol/curve_keys.h"
 #include "spdlog/spdlog.h"
 
 namespace phasor::cmd {
 namespace {
 
-struct CurveFlags {
+struct SlurmCurveFlags {
   std::string server_key;   // phasord's public key file
   std::string client_keys;  // key pair prefix (<prefix>.pub, <prefix>.secret)
 };
 
-void AddCurveFlags(CLI::App* cmd, CurveFlags& f) {
+void AddSlurmCurveFlags(CLI::App* cmd, SlurmCurveFlags& f) {
   cmd->add_option("--server-key", f.server_key, "phasord's CURVE public key file (CURVE on when given)");
   cmd->add_option("--client-keys", f.client_keys, "this client's key pair prefix (<prefix>.pub, <prefix>.secret)");
 }
 
-std::optional<client::CurveClientKeys> CurveOrFail(const std::string& command, const CurveFlags& f) {
+std::optional<client::CurveClientKeys> SlurmCurveOrFail(const std::string& command, const SlurmCurveFlags& f) {
   if (f.server_key.empty() && f.client_keys.empty()) return std::nullopt;
   if (f.server_key.empty() || f.client_keys.empty()) {
     FailCommand(command, kExitBadInput, "--server-key and --client-keys go together");
   }
-  client::CurveClientKeys keys;
-  for (auto [path, slot] : {std::pair{f.server_key, &keys.server_public_key},
-                            {f.client_keys + ".pub", &keys.client_public_key},
-                            {f.client_keys + ".secret", &keys.client_secret_key}}) {
-    absl::StatusOr<std::string> key = protocol::ReadKeyFile(path);
-    if (!key.ok()) FailCommand(command, kExitBadInput, std::string(key.status().message()));
-    *slot = *key;
-  }
-  return keys;
+  absl::StatusOr<protocol::CurveClientKeys> keys =
+      protocol::LoadCurveClientKeys(f.server_key, f.client_keys, "--server-key", "--client-keys");
+  if (!keys.ok()) FailCommand(command, kExitBadInput, std::string(keys.status().message()));
+  return *keys;
 }
 
-// The whole stdout of a fixed command line (no job data in it), or nullopt.
-std::optional<std::string> CommandOutput(const std::string& command_line) {
-  FILE* p = ::popen(command_line.c_str(), "r");
-  if (p == nullptr) return std::nullopt;
-  std::string out;
-  char buf[65536];
-  size_t n;
-  while ((n = ::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  return ::pclose(p) == 0 ? std::optional<std::string>(out) : std::nullopt;
-}
-
-absl::Status PollSlurm(slurm::SlurmController& controller, const std::string& bin_dir) {
-  const std::string prefix = bin_dir.empty() ? "" : bin_dir + "/";
-  std::optional<std::string> sinfo = CommandOutput(prefix + "sinfo --json 2>/dev/null");
-  if (!sinfo) return absl::UnavailableError("sinfo --json failed");
-  std::optional<std::string> squeue = CommandOutput(prefix + "squeue --json --all 2>/dev/null");
-  if (!squeue) return absl::UnavailableError("squeue --json failed");
-  absl::StatusOr<std::vector<slurm::SlurmNode>> nodes = slurm::ParseSinfoJson(*sinfo);
-  if (!nodes.ok()) return nodes.status();
-  // sinfo lists a node once per partition.
-  std::vector<slurm::SlurmNode> unique;
-  std::set<std::string> seen;
-  for (slurm::SlurmNode& n : *nodes) {
-    if (seen.insert(n.name).second) unique.push_back(std::move(n));
-  }
-  absl::StatusOr<std::vector<slurm::SlurmJob>> jobs = slurm::ParseSqueueJson(*squeue);
-  if (!jobs.ok()) return jobs.status();
-  return controller.Refresh(unique, *jobs);
-}
-
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+std::atomic<bool> g_slurm_stop{false};
+void OnSlurmSignal(int) { g_slurm_stop = true; }
 
 struct ServeFlags {
   slurm::SlurmControllerOptions controller;
   std::string socket;
   int poll_ms = 1000;
-  std::string slurm_bin_dir;
-  CurveFlags curve;
+  slurm::SlurmCliOptions cli;
+  SlurmCurveFlags curve;
+  slurm::NodeServerOptions nodes;
   std::string log_level = "info";
   std::string keep_packing = "on";
 };
@@ -101,30 +72,50 @@ void RunServe(ServeFlags& f) {
   spdlog::set_level(spdlog::level::from_str(f.log_level));
   if (f.poll_ms < 10) FailCommand(command, kExitBadInput, "--poll-ms: must be at least 10");
   f.controller.keep_packing = f.keep_packing == "on";
-  f.controller.curve = CurveOrFail(command, f.curve);
+  f.controller.curve = SlurmCurveOrFail(command, f.curve);
+  // A proposal is dropped when no poll that began a grace after it shows its
+  // job: the grace must cover a poll.
+  f.controller.unbound_grace_ms = std::max<int64_t>(f.controller.unbound_grace_ms, f.poll_ms);
+  slurm::SlurmCli slurm_cli(f.cli);
+  f.controller.slurm = &slurm_cli;
   absl::StatusOr<std::unique_ptr<slurm::SlurmController>> controller = slurm::SlurmController::Create(f.controller);
   if (!controller.ok()) FailCommand(command, kExitBadInput, std::string(controller.status().message()));
+  std::unique_ptr<slurm::NodeServer> node_server;
+  if (!f.nodes.endpoint.empty()) {
+    absl::StatusOr<std::unique_ptr<slurm::NodeServer>> n = slurm::NodeServer::Start(f.nodes, controller->get());
+    if (!n.ok()) {
+      FailCommand(command, n.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure,
+                  std::string(n.status().message()));
+    }
+    node_server = *std::move(n);
+  }
   absl::StatusOr<std::unique_ptr<slurm::HookServer>> server = slurm::HookServer::Listen(f.socket, controller->get());
   if (!server.ok()) FailCommand(command, kExitFailure, std::string(server.status().message()));
-  ::signal(SIGINT, OnSignal);
-  ::signal(SIGTERM, OnSignal);
+  ::signal(SIGINT, OnSlurmSignal);
+  ::signal(SIGTERM, OnSlurmSignal);
   ::signal(SIGPIPE, SIG_IGN);
-  if (absl::Status s = PollSlurm(**controller, f.slurm_bin_dir); !s.ok()) {
-    spdlog::warn("phasor slurm: first poll: {}", std::string(s.message()));
-  }
+  // The first poll runs while the socket is served: until it is done,
+  // submissions are answered at once (left to Slurm), never queued.
   std::thread poller([&] {
     auto next = std::chrono::steady_clock::now();
-    while (!g_stop) {
+    if (absl::Status s = (*controller)->Poll(); !s.ok()) {
+      spdlog::warn("phasor slurm: first poll: {}", std::string(s.message()));
+    }
+    while (!g_slurm_stop) {
       next += std::chrono::milliseconds(f.poll_ms);
-      while (!g_stop && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (g_stop) break;
-      if (absl::Status s = PollSlurm(**controller, f.slurm_bin_dir); !s.ok()) {
+      while (!g_slurm_stop && std::chrono::steady_clock::now() < next) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (g_slurm_stop) break;
+      if (absl::Status s = (*controller)->Poll(); !s.ok()) {
         spdlog::warn("phasor slurm: poll: {}", std::string(s.message()));
       }
+      // A slow poll does not make the next ones pile up.
+      next = std::max(next, std::chrono::steady_clock::now());
     }
   });
   std::thread stopper([&] {
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!g_slurm_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     (*server)->Stop();
   });
   spdlog::info("phasor slurm: serving {} (phasord {}, poll every {} ms)", f.socket, f.controller.phasord_endpoint,
@@ -132,53 +123,88 @@ void RunServe(ServeFlags& f) {
   (*server)->Serve();
   poller.join();
   stopper.join();
+  node_server.reset();
 }
 
-std::string Env(const char* name) {
+std::string SlurmEnv(const char* name) {
   const char* v = ::getenv(name);
   return v == nullptr ? std::string() : std::string(v);
 }
 
-// Prolog/Epilog must never fail the job's node (a failing Prolog drains it):
-// problems are printed on stderr and the status is 0.
-void RunLifecycle(const std::string& op, const std::string& socket, int timeout_ms) {
-  const std::string job = Env("SLURM_JOB_ID");
-  if (job.empty() || job.size() > 32) {
-    std::cerr << "phasor slurm " << op << ": SLURM_JOB_ID missing or too long\n";
-    return;
-  }
-  std::string request = absl::StrCat("op=", op == "prolog" ? "start" : "end", "\njob=", job, "\n");
-  if (op == "prolog") {
-    const std::string comment = Env("SLURM_JOB_COMMENT");
-    if (!slurm::OptsIn(comment)) return;  // not phasor's job
-    absl::StatusOr<slurm::JobSpec> spec = slurm::ParseJobSpec(comment);
-    if (!spec.ok() || spec->token.empty()) {
-      std::cerr << "phasor slurm prolog: job " << job << " opts in but carries no token (left to Slurm)\n";
-      return;
-    }
-    const std::string nodelist = Env("SLURM_JOB_NODELIST");
-    absl::StrAppend(&request, "token=", spec->token, "\n");
-    if (!nodelist.empty() && nodelist.size() < 1024 && nodelist.find('\n') == std::string::npos) {
-      absl::StrAppend(&request, "nodelist=", nodelist, "\n");
-    }
-  }
-  absl::StatusOr<std::string> reply = slurm::AskHookServer(socket, request, timeout_ms);
-  if (!reply.ok()) {
-    std::cerr << "phasor slurm " << op << ": job " << job << ": " << reply.status().message() << "\n";
-  } else if (!absl::StartsWith(*reply, "ok=1")) {
-    std::cerr << "phasor slurm " << op << ": job " << job << ": " << *reply;
-  }
+bool JobIdOk(const std::string& job) {
+  return !job.empty() && job.size() <= 20 && std::all_of(job.begin(), job.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-struct OffsetFlags {
-  std::string job;
-  std::string phasord;
-  std::string offset_endpoint;
-  std::string mode = "once";
-  int fail_open_ms = 2000;
-  int timeout_ms = 2000;
-  CurveFlags curve;
-};
+// A node config, or nullopt after printing why (Prolog and Epilog never fail).
+std::optional<slurm::NodeConfig> LoadNodeConfigOrSay(const std::string& op, const std::string& path) {
+  absl::StatusOr<slurm::NodeConfig> c = slurm::LoadNodeConfig(path);
+  if (!c.ok()) {
+    std::cerr << "phasor slurm " << op << ": --config " << c.status().message() << "\n";
+    return std::nullopt;
+  }
+  return *c;
+}
+
+// The controller's reply as fields; prints and returns nullopt on failure.
+std::optional<std::map<std::string, std::string>> AskOrSay(const std::string& op, const std::string& job,
+                                                           const slurm::NodeConfig& config,
+                                                           const std::string& request) {
+  absl::StatusOr<std::string> reply = slurm::AskController(config, request);
+  if (!reply.ok()) {
+    std::cerr << "phasor slurm " << op << ": job " << job << ": " << reply.status().message() << "\n";
+    return std::nullopt;
+  }
+  absl::StatusOr<std::map<std::string, std::string>> fields = slurm::ParseHookLines(*reply);
+  if (!fields.ok() || (*fields)["ok"] != "1") {
+    std::cerr << "phasor slurm " << op << ": job " << job << ": "
+              << (fields.ok() ? (*fields)["reason"] : std::string(fields.status().message())) << "\n";
+    return std::nullopt;
+  }
+  return *fields;
+}
+
+// Prolog and Epilog must never fail the job's node (a failing Prolog drains
+// it): problems are printed on stderr (slurmd's log) and the status is 0.
+void RunProlog(const std::string& config_path) {
+  const std::string job = SlurmEnv("SLURM_JOB_ID");
+  if (!JobIdOk(job)) return;
+  const std::string comment = SlurmEnv("SLURM_JOB_COMMENT");
+  if (!slurm::OptsIn(comment)) return;  // not phasor's job
+  // A job without a token was left to Slurm at its submission.
+  absl::StatusOr<slurm::JobSpec> spec = slurm::ParseJobSpec(comment);
+  if (!spec.ok() || spec->token.empty()) return;
+  std::string request = absl::StrCat("op=start\njob=", job, "\ntoken=", spec->token, "\n");
+  for (auto [key, var] : {std::pair{"nodelist", "SLURM_JOB_NODELIST"}, {"node", "SLURMD_NODENAME"}}) {
+    const std::string v = SlurmEnv(var);
+    if (!v.empty() && v.size() < 2048) absl::StrAppend(&request, key, "=", slurm::EncodeHookValue(v), "\n");
+  }
+  std::optional<slurm::NodeConfig> config = LoadNodeConfigOrSay("prolog", config_path);
+  if (!config) return;
+  if (!AskOrSay("prolog", job, *config, request)) return;  // not committed: no mark, the tasks do not wait
+  // Committed: mark the job for the TaskProlog (which runs as the job's user).
+  std::error_code ec;
+  std::filesystem::create_directories(config->jobs_dir, ec);
+  ::chmod(config->jobs_dir.c_str(), 0755);
+  const std::string mark = config->jobs_dir + "/" + job;
+  std::ofstream(mark) << "committed\n";
+  ::chmod(mark.c_str(), 0644);
+}
+
+void RunEpilog(const std::string& config_path) {
+  const std::string job = SlurmEnv("SLURM_JOB_ID");
+  if (!JobIdOk(job)) return;
+  std::optional<slurm::NodeConfig> config = LoadNodeConfigOrSay("epilog", config_path);
+  if (!config) return;
+  // Every job's end: phasor releases its own jobs, and re-plans the waiting
+  // ones while this node is still held.
+  std::string request = absl::StrCat("op=end\njob=", job, "\n");
+  if (const std::string node = SlurmEnv("SLURMD_NODENAME"); !node.empty() && node.size() < 256) {
+    absl::StrAppend(&request, "node=", slurm::EncodeHookValue(node), "\n");
+  }
+  (void)AskOrSay("epilog", job, *config, request);
+  std::error_code ec;
+  std::filesystem::remove(config->jobs_dir + "/" + job, ec);
+}
 
 bool ShellSafe(const std::string& v) {
   if (v.empty()) return false;
@@ -189,6 +215,92 @@ bool ShellSafe(const std::string& v) {
   }
   return true;
 }
+
+struct OffsetExports {
+  std::string job;
+  std::string request_endpoint;
+  std::string offset_endpoint;
+  std::string mode = "once";
+  int fail_open_ms = 2000;
+  std::string server_key;   // phasord's public key file ("" plain)
+  std::string client_keys;  // the agent's key pair prefix
+};
+
+// The TaskProlog's lines: Slurm puts each "export NAME=value" into every
+// task's environment.
+void PrintOffsetExports(const OffsetExports& e, const v1::OffsetUpdate& offset) {
+  std::cout << "export PHASOR_JOB=" << e.job << "\n"
+            << "export PHASOR_REQUEST_ENDPOINT=" << e.request_endpoint << "\n";
+  if (!e.offset_endpoint.empty()) std::cout << "export PHASOR_OFFSET_ENDPOINT=" << e.offset_endpoint << "\n";
+  std::cout << "export PHASOR_MODE=" << e.mode << "\n"
+            << "export PHASOR_FAIL_OPEN_MS=" << e.fail_open_ms << "\n";
+  if (!e.server_key.empty()) {
+    std::cout << "export PHASOR_SERVER_KEY=" << e.server_key << "\n"
+              << "export PHASOR_CLIENT_KEY=" << e.client_keys << "\n";
+  }
+  std::cout << "export PHASOR_ORIGIN_EPOCH_US=" << offset.origin_epoch_us() << "\n"
+            << "export PHASOR_PERIOD_US=" << offset.period_us() << "\n"
+            << "export PHASOR_SHIFT_US=" << offset.shift_us() << "\n"
+            << "export PHASOR_OFFSET_VERSION=" << offset.version() << "\n";
+}
+
+absl::StatusOr<v1::OffsetUpdate> FetchOffset(const std::string& job, const std::string& endpoint, int timeout_ms,
+                                             std::optional<client::CurveClientKeys> curve) {
+  client::ClientOptions o;
+  o.endpoint = endpoint;
+  o.timeout_ms = timeout_ms;
+  o.curve = std::move(curve);
+  absl::StatusOr<std::unique_ptr<client::Client>> c = client::Client::Connect(o);
+  if (!c.ok()) return c.status();
+  return (*c)->GetOffset(job);
+}
+
+// The TaskProlog, as the job's user: the offset of a job the Prolog marked
+// (committed on this node), from phasord; nothing for other jobs.
+void RunTaskProlog(const std::string& config_path) {
+  const std::string job = SlurmEnv("SLURM_JOB_ID");
+  if (!JobIdOk(job)) return;
+  absl::StatusOr<slurm::NodeConfig> config = slurm::LoadNodeConfig(config_path);
+  if (!config.ok()) {
+    std::cerr << "phasor slurm task-prolog: --config " << config.status().message() << "\n";
+    return;
+  }
+  if (!std::filesystem::exists(config->jobs_dir + "/" + job)) return;
+  OffsetExports e{job, config->phasord_request_endpoint, config->phasord_offset_endpoint, config->agent_mode,
+                  config->agent_fail_open_ms, config->phasord_public_key_file, config->agent_key_prefix};
+  for (const std::string* v : {&e.request_endpoint, &e.offset_endpoint, &e.server_key, &e.client_keys}) {
+    if (!v->empty() && !ShellSafe(*v)) {
+      std::cerr << "phasor slurm task-prolog: '" << *v << "' has characters a shell would read\n";
+      return;
+    }
+  }
+  std::optional<client::CurveClientKeys> curve;
+  if (!e.server_key.empty()) {
+    absl::StatusOr<protocol::CurveClientKeys> keys =
+        protocol::LoadCurveClientKeys(e.server_key, e.client_keys, "phasord_public_key_file", "agent_key_prefix");
+    if (!keys.ok()) {
+      std::cerr << "phasor slurm task-prolog: " << keys.status().message() << "\n";
+      return;
+    }
+    curve = *keys;
+  }
+  absl::StatusOr<v1::OffsetUpdate> offset = FetchOffset(job, e.request_endpoint, config->phasord_timeout_ms, curve);
+  if (!offset.ok()) {
+    std::cerr << "phasor slurm task-prolog: job " << job << ": " << offset.status().message() << "\n";
+    return;
+  }
+  PrintOffsetExports(e, *offset);
+}
+
+struct OffsetFlags {
+  std::string job;
+  std::string phasord;
+  std::string offset_endpoint;
+  std::string mode = "once";
+  int fail_open_ms = 2000;
+  int timeout_ms = 2000;
+  SlurmCurveFlags curve;
+};
 
 void RunOffset(const OffsetFlags& f) {
   const std::string command = "offset";
@@ -203,27 +315,15 @@ void RunOffset(const OffsetFlags& f) {
   }
   if (f.mode != "once" && f.mode != "pace") FailCommand(command, kExitBadInput, "--mode: '" + f.mode + "' is not once or pace");
   if (f.fail_open_ms < 0) FailCommand(command, kExitBadInput, "--fail-open-ms: must not be negative");
-  client::ClientOptions o;
-  o.endpoint = f.phasord;
-  o.timeout_ms = f.timeout_ms;
-  o.curve = CurveOrFail(command, f.curve);
-  absl::StatusOr<std::unique_ptr<client::Client>> c = client::Client::Connect(o);
-  if (!c.ok()) FailCommand(command, kExitBadInput, std::string(c.status().message()));
-  absl::StatusOr<v1::OffsetUpdate> offset = (*c)->GetOffset(f.job);
-  if (!offset.ok()) FailCommand(command, kExitFailure, std::string(offset.status().message()));
-  std::cout << "export PHASOR_JOB=" << f.job << "\n"
-            << "export PHASOR_REQUEST_ENDPOINT=" << f.phasord << "\n";
-  if (!f.offset_endpoint.empty()) std::cout << "export PHASOR_OFFSET_ENDPOINT=" << f.offset_endpoint << "\n";
-  std::cout << "export PHASOR_MODE=" << f.mode << "\n"
-            << "export PHASOR_FAIL_OPEN_MS=" << f.fail_open_ms << "\n";
-  if (!f.curve.server_key.empty()) {
-    std::cout << "export PHASOR_SERVER_KEY=" << f.curve.server_key << "\n"
-              << "export PHASOR_CLIENT_KEY=" << f.curve.client_keys << "\n";
+  absl::StatusOr<v1::OffsetUpdate> offset =
+      FetchOffset(f.job, f.phasord, f.timeout_ms, SlurmCurveOrFail(command, f.curve));
+  if (!offset.ok()) {
+    FailCommand(command, offset.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure,
+                std::string(offset.status().message()));
   }
-  std::cout << "export PHASOR_ORIGIN_EPOCH_US=" << offset->origin_epoch_us() << "\n"
-            << "export PHASOR_PERIOD_US=" << offset->period_us() << "\n"
-            << "export PHASOR_SHIFT_US=" << offset->shift_us() << "\n"
-            << "export PHASOR_OFFSET_VERSION=" << offset->version() << "\n";
+  PrintOffsetExports({f.job, f.phasord, f.offset_endpoint, f.mode, f.fail_open_ms, f.curve.server_key,
+                      f.curve.client_keys},
+                     *offset);
 }
 
 }  // namespace
@@ -235,21 +335,32 @@ void AddSlurmCommand(CLI::App& app) {
   auto serve_flags = std::make_shared<ServeFlags>();
   ServeFlags& f = *serve_flags;
   CLI::App* serve = slurm->add_subcommand(
-      "serve", "the controller: polls sinfo/squeue, answers job_submit.lua, commits and releases jobs in phasord");
+      "serve", "the controller: polls Slurm, answers job_submit.lua, places pending jobs, commits and releases jobs in phasord");
   serve->add_option("--topology", f.controller.topology_path, "Slurm topology.conf (or phasor YAML)")->required();
   serve->add_option("--phasord", f.controller.phasord_endpoint, "phasord's request endpoint")->required();
-  serve->add_option("--socket", f.socket, "the Unix socket job_submit.lua, Prolog and Epilog talk to")->required();
-  serve->add_option("--state", f.controller.state_path, "the token/job state file (JSON)")->required();
-  serve->add_option("--poll-ms", f.poll_ms, "how often sinfo and squeue are read")->capture_default_str();
-  serve->add_option("--slurm-bin-dir", f.slurm_bin_dir, "where sinfo and squeue are (default: PATH)");
+  serve->add_option("--socket", f.socket, "the Unix socket job_submit.lua (and single-host Prolog/Epilog) talk to")
+      ->required();
+  serve->add_option("--state", f.controller.state_path, "the state file (JSON)")->required();
+  serve->add_option("--node-endpoint", f.nodes.endpoint,
+                    "where compute nodes' Prolog/Epilog reach the controller (tcp://ADDRESS:PORT with CURVE, or ipc://)");
+  serve->add_option("--node-secret-key", f.nodes.secret_key_file, "the controller's CURVE secret key file");
+  serve->add_option("--node-public-key", f.nodes.public_key_file, "the controller's CURVE public key file");
+  serve->add_option("--node-allowed-clients", f.nodes.allowed_clients_file,
+                    "the nodes' public keys the controller admits (one per line)");
+  serve->add_option("--poll-ms", f.poll_ms, "how often Slurm is polled and pending jobs re-planned")->capture_default_str();
+  serve->add_option("--slurm-bin-dir", f.cli.bin_dir, "where sinfo, squeue and scontrol are (default: PATH)");
   serve->add_option("--submit-timeout-ms", f.controller.submit_timeout_ms, "phasord's deadline for a submit")
       ->capture_default_str();
-  serve->add_option("--max-candidates", f.controller.max_candidates, "candidates ranked per submit")->capture_default_str();
+  serve->add_option("--replan-timeout-ms", f.controller.replan_timeout_ms,
+                    "phasord's deadline for placing one pending job")
+      ->capture_default_str();
+  serve->add_option("--unbound-grace-ms", f.controller.unbound_grace_ms,
+                    "how long a proposal waits for its job to show in a poll (at least --poll-ms)")
+      ->capture_default_str();
+  serve->add_option("--max-candidates", f.controller.max_candidates, "candidates ranked per job")->capture_default_str();
   serve->add_option("--keep-packing", f.keep_packing,
                     "on: no candidate leaving fewer idle nodes or idle leaves than Slurm's first is ranked")
       ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  serve->add_option("--proposal-ttl-ms", f.controller.proposal_ttl_ms, "how long a proposal's nodes stay promised")
       ->capture_default_str();
   serve->add_option("--profile-dir", f.controller.profiles.profile_dir, "directory of profile=FILE profiles");
   serve->add_option("--model-catalog", f.controller.profiles.model_catalog_dir, "model catalogue for model=NAME (data/models)");
@@ -259,34 +370,36 @@ void AddSlurmCommand(CLI::App& app) {
       ->capture_default_str();
   serve->add_option("--switch-gbps", f.controller.slurm_import.switch_link_gbps, "topology.conf: switch <-> switch links")
       ->capture_default_str();
-  serve->add_option("--dump-dir", f.controller.dump_dir, "write every submit's RankRequest there (<token>.json)");
+  serve->add_option("--dump-dir", f.controller.dump_dir, "write the RankRequest behind every pin there (<token>.json)");
   serve->add_option("--log-level", f.log_level, "debug, info, warn, error")->capture_default_str();
-  AddCurveFlags(serve, f.curve);
+  AddSlurmCurveFlags(serve, f.curve);
   serve->callback([serve_flags] { RunServe(*serve_flags); });
 
-  for (const char* op : {"prolog", "epilog"}) {
-    auto socket = std::make_shared<std::string>();
-    auto timeout = std::make_shared<int>(10000);
-    CLI::App* cmd = slurm->add_subcommand(
-        op, std::string(op) == "prolog" ? "Prolog: commit the job (reads SLURM_JOB_ID, SLURM_JOB_COMMENT, SLURM_JOB_NODELIST)"
-                                        : "Epilog: release the job (reads SLURM_JOB_ID)");
-    cmd->add_option("--socket", *socket, "the controller's Unix socket")->required();
-    cmd->add_option("--timeout-ms", *timeout, "how long to wait for the controller")->capture_default_str();
+  auto config = std::make_shared<std::string>("/etc/phasor/slurm-node.yaml");
+  for (const char* op : {"prolog", "epilog", "task-prolog"}) {
     const std::string name = op;
-    cmd->callback([name, socket, timeout] { RunLifecycle(name, *socket, *timeout); });
+    CLI::App* cmd = slurm->add_subcommand(
+        op, name == "prolog"     ? "Prolog: commit the job (SLURM_JOB_ID, SLURM_JOB_COMMENT, SLURM_JOB_NODELIST)"
+            : name == "epilog" ? "Epilog, for every job: release it, re-plan the waiting jobs (SLURM_JOB_ID)"
+                               : "TaskProlog: the job's offset as export lines (SLURM_JOB_ID)");
+    cmd->add_option("--config", *config, "the node configuration file (docs/slurm.md)")->capture_default_str();
+    cmd->callback([name, config] {
+      if (name == "prolog") RunProlog(*config);
+      if (name == "epilog") RunEpilog(*config);
+      if (name == "task-prolog") RunTaskProlog(*config);
+    });
   }
 
   auto offset_flags = std::make_shared<OffsetFlags>();
   OffsetFlags& o = *offset_flags;
-  CLI::App* offset =
-      app.add_subcommand("offset", "print a job's offset as `export PHASOR_...` lines (Slurm's TaskProlog)");
+  CLI::App* offset = app.add_subcommand("offset", "print a job's offset as `export PHASOR_...` lines");
   offset->add_option("--job", o.job, "the job id (SLURM_JOB_ID)")->required();
   offset->add_option("--phasord", o.phasord, "phasord's request endpoint")->required();
   offset->add_option("--offset-endpoint", o.offset_endpoint, "phasord's offset (PUB) endpoint, for the agent");
   offset->add_option("--mode", o.mode, "the agent's mode: once or pace")->capture_default_str();
   offset->add_option("--fail-open-ms", o.fail_open_ms, "the agent's fail-open bound")->capture_default_str();
   offset->add_option("--timeout-ms", o.timeout_ms, "how long to wait for phasord")->capture_default_str();
-  AddCurveFlags(offset, o.curve);
+  AddSlurmCurveFlags(offset, o.curve);
   offset->callback([offset_flags] { RunOffset(*offset_flags); });
 }
 

@@ -1,12 +1,10 @@
 #!/bin/sh
-# phasor's Slurm Epilog (docs/slurm.md): the job ended; its placement leaves
-# phasord. Never fails the node.
+# phasor's Slurm Epilog (docs/slurm.md), for every job: the controller
+# releases the job if phasor placed it, and, while this node is still held,
+# re-plans the opted-in jobs that wait for nodes, so they start where phasor
+# chose. Bounded by controller_timeout_ms in PHASOR_CONFIG. Never fails the
+# node.
 PHASOR=/usr/local/bin/phasor
-PHASOR_SOCKET=/run/phasor/slurm.sock
-PHASOR_JOBS_DIR=/run/phasor/jobs
-case "$SLURM_JOB_ID" in ""|*[!0-9]*) exit 0 ;; esac
-if [ -e "$PHASOR_JOBS_DIR/$SLURM_JOB_ID" ]; then
-  "$PHASOR" slurm epilog --socket "$PHASOR_SOCKET" || true
-  rm -f "$PHASOR_JOBS_DIR/$SLURM_JOB_ID"
-fi
+PHASOR_CONFIG=/etc/phasor/slurm-node.yaml
+"$PHASOR" slurm epilog --config "$PHASOR_CONFIG" || true
 exit 0

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -23,24 +25,67 @@ namespace {
 // How long a connected client has to send its request.
 constexpr int kReadDeadlineMs = 1000;
 
-std::string Fail(absl::string_view reason) {
-  std::string r(reason);
-  for (char& c : r) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return absl::StrCat("ok=0\nreason=", r, "\n");
-}
+std::string Fail(absl::string_view reason) { return absl::StrCat("ok=0\nreason=", EncodeHookValue(reason), "\n"); }
 
 std::string Get(const std::map<std::string, std::string>& m, const std::string& key) {
   auto it = m.find(key);
   return it == m.end() ? std::string() : it->second;
 }
 
+// Bytes a value carries as they are; every other is %XX.
+bool Plain(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || absl::string_view("._-,:/@+=[]").find(c) != absl::string_view::npos;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 }  // namespace
 
-absl::StatusOr<std::map<std::string, std::string>> ParseHookLines(std::string_view text) {
-  if (text.size() > kMaxRequestBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("request: ", text.size(), " bytes exceed the limit of ", kMaxRequestBytes));
+std::string EncodeHookValue(absl::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (Plain(c)) {
+      out.push_back(c);
+    } else {
+      const unsigned char u = static_cast<unsigned char>(c);
+      out.push_back('%');
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> DecodeHookValue(absl::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] != '%') {
+      out.push_back(value[i]);
+      continue;
+    }
+    const int hi = i + 2 < value.size() ? HexDigit(value[i + 1]) : -1;
+    const int lo = i + 2 < value.size() ? HexDigit(value[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("'%' at byte ", i, " is not followed by two hex digits"));
+    }
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ParseHookLines(absl::string_view text) {
+  if (text.size() > kMaxHookMessageBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request: ", text.size(), " bytes exceed the limit of ", kMaxHookMessageBytes));
   }
   std::map<std::string, std::string> out;
   int line_no = 0;
@@ -52,27 +97,41 @@ absl::StatusOr<std::map<std::string, std::string>> ParseHookLines(std::string_vi
       return absl::InvalidArgumentError(absl::StrCat("request line ", line_no, ": expected key=value"));
     }
     std::string key(line.substr(0, eq));
-    if (!out.emplace(key, std::string(line.substr(eq + 1))).second) {
+    absl::StatusOr<std::string> value = DecodeHookValue(line.substr(eq + 1));
+    if (!value.ok()) return absl::InvalidArgumentError(absl::StrCat("request line ", line_no, ": ", value.status().message()));
+    if (!out.emplace(key, *std::move(value)).second) {
       return absl::InvalidArgumentError(absl::StrCat("request line ", line_no, ": '", key, "' given twice"));
     }
   }
   return out;
 }
 
-std::string AnswerHookRequest(SlurmController& controller, std::string_view request) {
+std::string AnswerHookRequest(SlurmController& controller, absl::string_view request, HookAccess access,
+                              std::string* token) {
   absl::StatusOr<std::map<std::string, std::string>> fields = ParseHookLines(request);
   if (!fields.ok()) return Fail(fields.status().message());
   const std::string op = Get(*fields, "op");
   if (op == "submit") {
+    if (access != HookAccess::kAll) return Fail("op: submit is taken on the hook's socket only");
     SubmitQuery q;
-    if (!absl::SimpleAtoi(Get(*fields, "nodes"), &q.nodes) || q.nodes == 0) {
-      return Fail("nodes: must be a positive integer");
-    }
     q.comment = Get(*fields, "comment");
-    absl::StatusOr<Proposal> p = controller.Submit(q);
-    if (!p.ok()) return Fail(p.status().message());
-    return absl::StrCat("ok=1\nnodes=", absl::StrJoin(p->nodes, ","), "\ntoken=", p->token,
-                        "\ncandidate=", p->candidate, "\nscore=", p->score, "\n");
+    if (const std::string d = Get(*fields, "deadline_us"); !d.empty() && !absl::SimpleAtoi(d, &q.deadline_us)) {
+      return Fail("deadline_us: not a number");
+    }
+    for (const auto& [k, v] : *fields) {
+      if (k != "op" && k != "comment" && k != "deadline_us") q.fields[k] = v;
+    }
+    absl::StatusOr<SubmitAnswer> a = controller.Submit(q);
+    if (!a.ok()) return Fail(a.status().message());
+    if (token != nullptr) *token = a->token;
+    std::string reply = absl::StrCat("ok=1\ntoken=", a->token, "\ncomment=", EncodeHookValue(a->comment), "\n");
+    if (a->nodes.empty()) {
+      absl::StrAppend(&reply, "unpinned=", EncodeHookValue(a->unpinned_because), "\n");
+    } else {
+      absl::StrAppend(&reply, "nodes=", absl::StrJoin(a->nodes, ","), "\nnode_count=", a->node_count,
+                      "\ncandidate=", a->candidate, "\nscore=", a->score, "\n");
+    }
+    return reply;
   }
   if (op == "start") {
     std::vector<std::string> nodes;
@@ -81,48 +140,17 @@ std::string AnswerHookRequest(SlurmController& controller, std::string_view requ
       if (!expanded.ok()) return Fail(absl::StrCat("nodelist: ", expanded.status().message()));
       nodes = *std::move(expanded);
     }
-    absl::Status s = controller.Start(Get(*fields, "token"), Get(*fields, "job"), nodes);
+    absl::Status s = controller.Start(Get(*fields, "job"), Get(*fields, "token"), nodes);
     return s.ok() ? "ok=1\n" : Fail(s.message());
   }
   if (op == "end") {
-    absl::Status s = controller.End(Get(*fields, "job"));
+    absl::Status s = controller.End(Get(*fields, "job"), Get(*fields, "node"));
     return s.ok() ? "ok=1\n" : Fail(s.message());
   }
-  if (op == "ping") return absl::StrCat("ok=1\nplaced=", controller.Placed().size(), "\n");
+  if (op == "ping") {
+    return absl::StrCat("ok=1\nplaced=", controller.Placed().size(), "\npolled=", controller.HasState() ? 1 : 0, "\n");
+  }
   return Fail(absl::StrCat("op: '", op.substr(0, 32), "' is not submit, start, end or ping"));
-}
-
-absl::StatusOr<std::string> AskHookServer(const std::string& socket_path, std::string_view request, int timeout_ms) {
-  sockaddr_un addr{};
-  if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError("socket: path too long or empty");
-  }
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
-  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    return absl::UnavailableError(absl::StrCat("controller at '", socket_path, "': ", why));
-  }
-  size_t sent = 0;
-  while (sent < request.size()) {
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
-  ::shutdown(fd, SHUT_WR);
-  std::string reply;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0 && reply.size() <= kMaxRequestBytes) reply.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  if (n < 0) return absl::UnavailableError(absl::StrCat("controller at '", socket_path, "': no answer in time"));
-  return reply;
 }
 
 absl::StatusOr<std::unique_ptr<HookServer>> HookServer::Listen(const std::string& socket_path,
@@ -153,45 +181,72 @@ HookServer::~HookServer() {
   ::unlink(path_.c_str());
 }
 
+void HookServer::Answer(int conn) {
+  std::string request;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadDeadlineMs);
+  bool complete = false;
+  while (request.size() <= kMaxHookMessageBytes) {
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+    pollfd c{conn, POLLIN, 0};
+    if (left <= 0 || ::poll(&c, 1, left) <= 0) break;
+    char buf[1024];
+    const ssize_t n = ::read(conn, buf, sizeof(buf));
+    if (n == 0) {
+      complete = true;
+      break;
+    }
+    if (n < 0) break;
+    request.append(buf, static_cast<size_t>(n));
+  }
+  std::string reply;
+  std::string token;
+  if (!complete) {
+    reply = Fail(request.size() > kMaxHookMessageBytes ? "request: too long" : "request: not finished in time");
+  } else {
+    reply = AnswerHookRequest(*controller_, request, HookAccess::kAll, &token);
+  }
+  // The client may be gone (a submit past its deadline): never die on
+  // SIGPIPE, and drop what it did not take.
+  size_t sent = 0;
+  while (sent < reply.size()) {
+    const ssize_t n = ::send(conn, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  ::close(conn);
+  if (sent < reply.size() && !token.empty()) controller_->Abandon(token);
+  if (reply.rfind("ok=0", 0) == 0) {
+    absl::StatusOr<std::map<std::string, std::string>> r = ParseHookLines(reply);
+    spdlog::info("phasor slurm: {}", r.ok() ? Get(*r, "reason") : reply);
+  }
+}
+
 void HookServer::Serve() {
   while (!stop_) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (conn < 0) continue;
-    std::string request;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadDeadlineMs);
-    bool complete = false;
-    while (request.size() <= kMaxRequestBytes) {
-      const int left = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-      pollfd c{conn, POLLIN, 0};
-      if (left <= 0 || ::poll(&c, 1, left) <= 0) break;
-      char buf[1024];
-      const ssize_t n = ::read(conn, buf, sizeof(buf));
-      if (n == 0) {
-        complete = true;
-        break;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (active_ >= kMaxConnections) {
+        const std::string busy = Fail("controller: too many requests at once");
+        (void)::send(conn, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(conn);
+        continue;
       }
-      if (n < 0) break;
-      request.append(buf, static_cast<size_t>(n));
+      ++active_;
     }
-    std::string reply;
-    if (!complete) {
-      reply = Fail(request.size() > kMaxRequestBytes ? "request: too long" : "request: not finished in time");
-    } else {
-      reply = AnswerHookRequest(*controller_, request);
-    }
-    // The client may be gone (a submit that timed out): never die on SIGPIPE.
-    size_t sent = 0;
-    while (sent < reply.size()) {
-      const ssize_t n = ::send(conn, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      sent += static_cast<size_t>(n);
-    }
-    ::close(conn);
-    if (reply.rfind("ok=0", 0) == 0) spdlog::info("phasor slurm: {}", reply.substr(reply.find("reason=")));
+    std::thread([this, conn] {
+      Answer(conn);
+      std::lock_guard<std::mutex> lock(mu_);
+      --active_;
+      idle_.notify_all();
+    }).detach();
   }
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] { return active_ == 0; });
 }
 
 }  // namespace phasor::slurm

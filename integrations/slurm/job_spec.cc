@@ -1,11 +1,13 @@
 #include "integrations/slurm/job_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
@@ -22,8 +24,26 @@ bool SafeValue(std::string_view v) {
   return v != "." && v != "..";
 }
 
+// The phasor part of a comment: the words before a word "--".
 std::vector<std::string> Words(std::string_view comment) {
-  return absl::StrSplit(absl::string_view(comment.data(), comment.size()), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  std::vector<std::string> words =
+      absl::StrSplit(absl::string_view(comment.data(), comment.size()), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  auto tail = std::find(words.begin(), words.end(), "--");
+  words.erase(tail, words.end());
+  return words;
+}
+
+// What follows the first word "--" (with the "--"), or "".
+std::string_view FreeText(std::string_view comment) {
+  size_t pos = 0;
+  while (pos < comment.size()) {
+    while (pos < comment.size() && (comment[pos] == ' ' || comment[pos] == '\t')) ++pos;
+    size_t end = pos;
+    while (end < comment.size() && comment[end] != ' ' && comment[end] != '\t') ++end;
+    if (comment.substr(pos, end - pos) == "--") return comment.substr(pos);
+    pos = end;
+  }
+  return {};
 }
 
 }  // namespace
@@ -38,6 +58,11 @@ absl::StatusOr<JobSpec> ParseJobSpec(std::string_view comment) {
   if (comment.size() > kMaxCommentBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("comment: ", comment.size(), " bytes exceed the limit of ", kMaxCommentBytes));
+  }
+  for (char c : comment) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
+      return absl::InvalidArgumentError("comment: has a control character");
+    }
   }
   if (!OptsIn(comment)) return absl::FailedPreconditionError("comment: does not start with the word 'phasor'");
   JobSpec spec;
@@ -67,6 +92,17 @@ absl::StatusOr<JobSpec> ParseJobSpec(std::string_view comment) {
     return absl::InvalidArgumentError("comment: give model= or profile=, not both");
   }
   return spec;
+}
+
+std::string WithToken(std::string_view comment, const std::string& token) {
+  std::vector<std::string> words = Words(comment);
+  std::string out = absl::StrCat("phasor token=", token);
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (absl::StartsWith(words[i], "token=")) continue;
+    absl::StrAppend(&out, " ", words[i]);
+  }
+  if (std::string_view tail = FreeText(comment); !tail.empty()) absl::StrAppend(&out, " ", std::string(tail));
+  return out;
 }
 
 placer::TrafficProfile DefaultProfile() {

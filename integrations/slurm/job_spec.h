@@ -7,8 +7,10 @@
 //   profile=FILE   a profile JSON file (SPEC section 2) in the operator's
 //                  profile directory (a plain file name: no '/')
 //   token=HEX      set by phasor's job_submit.lua, not by users
-// Values are 1..64 characters of [A-Za-z0-9._-]. Without model= and
-// profile= a job gets the documented default profile (kDefaultProfile).
+// and, after a word "--", free text that phasor does not read (any
+// characters but control characters). Values are 1..64 characters of
+// [A-Za-z0-9._-]. Without model= and profile= a job gets the documented
+// default profile (DefaultProfile()).
 //
 // Pure functions except ProfileResolver::Resolve, which reads files; all
 // thread-safe.
@@ -27,7 +29,7 @@
 namespace phasor::slurm {
 
 // The longest comment the hook and the controller read.
-inline constexpr size_t kMaxCommentBytes = 256;
+inline constexpr size_t kMaxCommentBytes = 1024;
 
 struct JobSpec {
   std::string model;
@@ -46,6 +48,11 @@ absl::StatusOr<JobSpec> ParseJobSpec(std::string_view comment);
 // The profile of a job that names none: a 100 ms iteration whose last 30 ms
 // send 50 Gbit/s (a square wave starting at 70 ms).
 placer::TrafficProfile DefaultProfile();
+
+// `comment` (which opts in) with `token` as its only token: "phasor
+// token=T" then the other phasor words, then the free text after "--" as it
+// was. A token the user wrote is dropped (tokens are phasor's).
+std::string WithToken(std::string_view comment, const std::string& token);
 
 struct ProfileResolverOptions {
   // Directory of profile files for profile=FILE (default "": profile= refused).

@@ -1,15 +1,13 @@
 #!/bin/sh
 # phasor's Slurm Prolog (PrologFlags=Alloc; docs/slurm.md): tells the
 # controller that a job it placed started, so phasord publishes its offset,
-# and marks the job for the TaskProlog (which does not see the comment).
-# Never fails the node: every problem is logged and the status is 0.
+# and, only once the commit succeeded, marks the job on this node for the
+# TaskProlog. Endpoints and keys are in PHASOR_CONFIG, the one file the
+# operator distributes to every node. Never fails the node: every problem is
+# logged on stderr (slurmd's log) and the status is 0.
 PHASOR=/usr/local/bin/phasor
-PHASOR_SOCKET=/run/phasor/slurm.sock
-PHASOR_JOBS_DIR=/run/phasor/jobs
-case "$SLURM_JOB_ID" in ""|*[!0-9]*) exit 0 ;; esac
+PHASOR_CONFIG=/etc/phasor/slurm-node.yaml
 case "$SLURM_JOB_COMMENT" in
-  phasor|"phasor "*)
-    "$PHASOR" slurm prolog --socket "$PHASOR_SOCKET" || true
-    mkdir -p "$PHASOR_JOBS_DIR" && : >"$PHASOR_JOBS_DIR/$SLURM_JOB_ID" ;;
+  phasor|"phasor "*) "$PHASOR" slurm prolog --config "$PHASOR_CONFIG" || true ;;
 esac
 exit 0

@@ -1,6 +1,7 @@
 #include "integrations/slurm/tree_candidates.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -89,6 +90,16 @@ absl::StatusOr<std::vector<NodeSet>> EnumerateTreeCandidates(const topology::Top
                    [](const NodeSet& a, const NodeSet& b) { return a.leaves < b.leaves; });
   for (NodeSet& s : spanning) add(std::move(s));
   return out;
+}
+
+absl::StatusOr<std::vector<NodeSet>> EnumerateTreeCandidates(const topology::Topology& fabric,
+                                                             const std::set<std::string>& free_nodes,
+                                                             const std::set<std::string>& eligible,
+                                                             uint32_t count, uint32_t max_candidates) {
+  std::set<std::string> usable;
+  std::set_intersection(free_nodes.begin(), free_nodes.end(), eligible.begin(), eligible.end(),
+                        std::inserter(usable, usable.end()));
+  return EnumerateTreeCandidates(fabric, usable, count, max_candidates);
 }
 
 }  // namespace phasor::slurm

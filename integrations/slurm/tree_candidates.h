@@ -44,6 +44,16 @@ absl::StatusOr<std::vector<NodeSet>> EnumerateTreeCandidates(const topology::Top
                                                              const std::set<std::string>& free_nodes,
                                                              uint32_t count, uint32_t max_candidates);
 
+// The same among the free nodes the job may use: `eligible` (the nodes its
+// partition, constraint, reservation, GRES, ... allow: job_request.h)
+// filters `free_nodes`, as topology/tree only weighs the nodes a job can
+// use. FailedPrecondition ("N free nodes, the job needs M") counts the
+// eligible free nodes.
+absl::StatusOr<std::vector<NodeSet>> EnumerateTreeCandidates(const topology::Topology& fabric,
+                                                             const std::set<std::string>& free_nodes,
+                                                             const std::set<std::string>& eligible,
+                                                             uint32_t count, uint32_t max_candidates);
+
 }  // namespace phasor::slurm
 
 #endif  // PHASOR_INTEGRATIONS_SLURM_TREE_CANDIDATES_H_
