@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "placer/candidate_routing.h"
+#include "placer/candidates.h"
 #include "placer/packing.h"
 #include "placer/traffic_profile.h"
 #include "protocol/convert.h"
@@ -200,24 +201,20 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
       });
   if (!request.ok()) return request.status();
   PreparedRanking prepared;
-  // The servers of server-form candidates, kept beside the routed links so
-  // that a commit records where each job runs (routing clears them).
-  std::map<std::string, std::map<std::string, std::vector<std::string>>> candidate_servers;
-  for (const placer::Candidate& c : request->candidates) {
-    if (!c.servers.empty()) candidate_servers[c.id] = c.servers;
-  }
   const std::map<std::string, std::vector<std::string>> running_servers = request->running.servers;
-  // The host's packing kept (placer/packing.h): with the servers it says are
-  // wholly free, no server-form candidate may leave fewer whole free servers
-  // or racks than its first.
-  if (!request->free_servers.empty() && options_.ranking_policy.keep_packing) {
+  if (!request->free_servers.empty()) {
     if (!fabric_) {
       return absl::FailedPreconditionError(
           "free_servers: phasord has no fabric to find their racks in (set topology_path: in its configuration)");
     }
     absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, request->free_servers);
     if (!view.ok()) return view.status();
-    placer::KeepPacking(*view, *request, prepared.set_aside);
+    // phasor's own candidates beside the host's (placer/candidates.h), from
+    // the servers it says are wholly free; then the host's packing kept
+    // (placer/packing.h): no server-form candidate, the host's or phasor's,
+    // may leave fewer whole free servers or racks than the host's first.
+    placer::AddOwnCandidates(*fabric_, *fabric_router_, *request);
+    if (options_.ranking_policy.keep_packing) placer::KeepPacking(*view, *request, prepared.set_aside);
   }
   // Server-form candidates become link shares by the ring traffic model over
   // the configured fabric (the semantics of `phasor rank --topology`);
@@ -242,10 +239,12 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   // jobs' profiles and links' capacities, which a commit keeps.
   v1::RankRequest as_ranked = protocol::ToProto(*request);
   as_ranked.clear_options();
-  for (v1::Candidate& c : *as_ranked.mutable_candidates()) {
-    auto it = candidate_servers.find(c.id());
-    if (it == candidate_servers.end()) continue;
-    for (const auto& [job, servers] : it->second) {
+  // The servers of server-form candidates, in the rank order the router
+  // chose, beside the routed links, so that a commit records where each job
+  // runs (routing clears them).
+  for (int i = 0; i < as_ranked.candidates_size(); ++i) {
+    v1::Candidate& c = *as_ranked.mutable_candidates(i);
+    for (const auto& [job, servers] : request->candidates[i].rank_order) {
       v1::ServerList& list = (*c.mutable_servers())[job];
       list.clear_servers();
       for (const std::string& server : servers) list.add_servers(server);

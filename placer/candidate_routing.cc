@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "placer/candidates.h"
+#include "placer/ring_order.h"
 #include "topology/topology_file.h"
 #include "topology/topology_yaml.h"
 #include "topology/traffic.h"
@@ -49,12 +51,34 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
   const bool route_running = !running.servers.empty() && !running_both;
   const Routed running_routed = route_running ? Route(router, running.servers) : Routed{};
 
+  // The running jobs' mean load per directed link (by link index), which
+  // phasor's ring order keeps new rings off (placer/ring_order.h).
+  std::set<std::string> pinned;  // jobs with a pinned shift: running
+  for (const Job& job : request.jobs) {
+    if (job.pinned_shift_us) pinned.insert(job.id);
+  }
+  std::vector<double> running_load;
+  if (request.options.ring_order == RingOrderMode::kPhasor) {
+    running_load = RunningLoad(fabric, request, running_routed.shares);
+  }
+
   std::vector<Candidate> kept;
   kept.reserve(request.candidates.size());
   for (Candidate& candidate : request.candidates) {
     if (candidate.servers.empty() && !route_running) {
       kept.push_back(std::move(candidate));
       continue;
+    }
+    if (request.options.ring_order == RingOrderMode::kPhasor) {
+      for (auto& [job, list] : candidate.servers) {
+        // A pinned job runs already (a running job in a candidate: the long
+        // form): its ranks are where they are.
+        if (pinned.contains(job)) continue;
+        // An order that cannot be chosen (an unknown server) is left as it
+        // is: routing it names the fault.
+        absl::StatusOr<std::vector<std::string>> order = RingOrder(router, job, list, running_load);
+        if (order.ok()) list = *std::move(order);
+      }
     }
     Routed own = Route(router, candidate.servers);
     // The first failing job of the candidate and running together.
@@ -86,6 +110,9 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
       candidate.links[job] = std::move(links);
     }
     for (; theirs != running_routed.shares.end(); ++theirs) add_links(theirs->second);
+    for (auto& [job, list] : candidate.servers) {
+      if (!pinned.contains(job)) candidate.rank_order[job] = std::move(list);
+    }
     candidate.servers.clear();
     kept.push_back(std::move(candidate));
   }

@@ -159,7 +159,7 @@ absl::Status RunningFromJson(const json& v, RunningPlacement& running) {
 absl::Status OptionsFromJson(const json& v, RankOptions& options) {
   if (!v.is_object()) return Bad("options", "must be an object");
   static const char* kKnown[] = {"quantum_us", "max_bins", "exact_max_evaluations", "restarts",
-                                 "seed"};
+                                 "seed", "ring_order", "own_candidates"};
   for (const auto& [key, value] : v.items()) {
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
       return Bad(Path("options", key), "unknown option");
@@ -184,6 +184,14 @@ absl::Status OptionsFromJson(const json& v, RankOptions& options) {
   if (auto it = v.find("seed"); it != v.end()) {
     PHASOR_ASSIGN_OR_RETURN(options.solver.seed,
                             Unsigned(*it, "options.seed", std::numeric_limits<uint64_t>::max()));
+  }
+  if (auto it = v.find("ring_order"); it != v.end()) {
+    PHASOR_ASSIGN_OR_RETURN(std::string mode, String(*it, "options.ring_order"));
+    PHASOR_ASSIGN_OR_RETURN(options.ring_order, ParseRingOrderMode(mode, "options.ring_order"));
+  }
+  if (auto it = v.find("own_candidates"); it != v.end()) {
+    PHASOR_ASSIGN_OR_RETURN(uint64_t k, Unsigned(*it, "options.own_candidates", kMaxOwnCandidates));
+    options.own_candidates = static_cast<uint32_t>(k);
   }
   return absl::OkStatus();
 }
@@ -285,6 +293,13 @@ absl::StatusOr<RankRequest> RankRequestFromJson(const json& doc) {
   if (auto it = doc.find("options"); it != doc.end()) {
     if (absl::Status s = OptionsFromJson(*it, r.options); !s.ok()) return s;
   }
+  if (auto it = doc.find("free_servers"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array()) return Bad("free_servers", absl::StrCat("must be an array, got ", it->type_name()));
+    for (size_t i = 0; i < it->size(); ++i) {
+      PHASOR_ASSIGN_OR_RETURN(std::string server, String((*it)[i], absl::StrCat("free_servers[", i, "]")));
+      r.free_servers.push_back(std::move(server));
+    }
+  }
   if (absl::Status s = ValidateRankRequest(r); !s.ok()) return s;
   return r;
 }
@@ -314,6 +329,11 @@ nlohmann::ordered_json RankingToJson(const Ranking& ranking) {
     jc["exact"] = c.exact;
     jc["shifts_us"] = nlohmann::ordered_json::object();
     for (const auto& [job, shift] : c.shifts_us) jc["shifts_us"][job] = shift;
+    if (!c.rank_order.empty()) {
+      jc["rank_order"] = nlohmann::ordered_json::object();
+      for (const auto& [job, servers] : c.rank_order) jc["rank_order"][job] = servers;
+    }
+    if (c.proposed_by_phasor) jc["proposed_by_phasor"] = true;
     jc["links"] = nlohmann::ordered_json::array();
     for (const LinkResult& l : c.links) {
       nlohmann::ordered_json jl;

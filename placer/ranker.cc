@@ -375,6 +375,8 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   RankedCandidate out;
   out.candidate = candidate.id;
   out.exact = true;
+  out.rank_order = candidate.rank_order;
+  out.proposed_by_phasor = candidate.proposed_by_phasor;
   std::vector<int64_t> shifts(jobs.size(), 0);
   for (size_t j = 0; j < jobs.size(); ++j) shifts[j] = jobs[j]->pinned_shift_us.value_or(0);
 
@@ -496,6 +498,15 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 
 void ClearBaselineMemo() { BaselineMemo::Get().Clear(); }
 
+absl::StatusOr<RingOrderMode> ParseRingOrderMode(std::string_view name, std::string_view field) {
+  if (name == "host") return RingOrderMode::kHost;
+  if (name == "phasor") return RingOrderMode::kPhasor;
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(field), ": '", std::string(name), "' is not host or phasor"));
+}
+
+const char* RingOrderModeName(RingOrderMode mode) { return mode == RingOrderMode::kHost ? "host" : "phasor"; }
+
 void MoveRunningIntoCandidates(RankRequest& request) {
   if (request.running.empty()) return;
   for (Candidate& c : request.candidates) {
@@ -597,6 +608,9 @@ absl::Status ValidateRankRequest(const RankRequest& request) {
   if (o.joint.max_sweeps > kMaxSweeps) {
     return Invalid("options.joint_max_sweeps",
                    absl::StrCat(o.joint.max_sweeps, " is outside 0..", kMaxSweeps));
+  }
+  if (o.own_candidates > kMaxOwnCandidates) {
+    return Invalid("options.own_candidates", absl::StrCat(o.own_candidates, " is outside 0..", kMaxOwnCandidates));
   }
   if (o.joint.max_spanning_trees > kMaxSpanningTrees) {
     return Invalid("options.max_spanning_trees",

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,6 +24,17 @@
 #include "placer/traffic_profile.h"
 
 namespace phasor::placer {
+
+// Whose order a job's ring follows: the host's (its candidate's servers as
+// given) or phasor's (placer/ring_order.h).
+enum class RingOrderMode { kHost, kPhasor };
+
+// "host" / "phasor"; InvalidArgument naming `field` otherwise.
+absl::StatusOr<RingOrderMode> ParseRingOrderMode(std::string_view name, std::string_view field);
+const char* RingOrderModeName(RingOrderMode mode);
+
+// RankOptions::own_candidates is at most this.
+inline constexpr uint32_t kMaxOwnCandidates = 64;
 
 // A link's capacity is in kMinCapacityGbps..kMaxCapacityGbps (1 Mbit/s to
 // 1 Pbit/s), shares in 0..1: with demands of at most kMaxGbps every load,
@@ -50,6 +62,14 @@ struct Candidate {
   std::string id;
   std::map<std::string, std::map<std::string, double>> links;
   std::map<std::string, std::vector<std::string>> servers;
+  // Set by the router (RouteCandidates) for every job it routed from server
+  // form that is not pinned (a pinned job runs already): the rank order the
+  // ring was routed with (RankOptions::ring_order: the host's, or phasor's
+  // ring order), which the job's launcher must use.
+  std::map<std::string, std::vector<std::string>> rank_order;
+  // phasor proposed this candidate (placer/candidates.h, OwnCandidates), not
+  // the host scheduler.
+  bool proposed_by_phasor = false;
 };
 
 // The placement of the jobs already running, given once per request and
@@ -68,6 +88,13 @@ struct RankOptions {
   CircleOptions circle;        // quantum_us (default 1000), max_bins (default 65536)
   ShiftSolverOptions solver;   // exact search budget, restarts, seed
   JointSolverOptions joint;    // loops and pinned jobs: spanning trees, sweeps, budgets
+  // Whose rank order a candidate's ring follows when a router turns its
+  // servers into links (placer/ring_order.h; default phasor's: the reply's
+  // rank_order then says how to launch the job).
+  RingOrderMode ring_order = RingOrderMode::kPhasor;
+  // Candidates phasor adds of its own when the request gives free_servers
+  // and a fabric (placer/candidates.h; default 2; 0: none).
+  uint32_t own_candidates = 2;
 };
 
 // What one request may cost, checked by CheckRankLimits before anything is
@@ -129,6 +156,9 @@ struct RankedCandidate {
   bool exact = false;
   std::vector<std::pair<std::string, uint32_t>> shifts_us;  // per job, request order
   std::vector<LinkResult> links;                            // contended links, request order
+  // The candidate's rank orders (Candidate::rank_order) and who proposed it.
+  std::map<std::string, std::vector<std::string>> rank_order;
+  bool proposed_by_phasor = false;
 };
 
 struct RejectedCandidate {

@@ -1,6 +1,7 @@
 #include "placer/ranking_policy.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -329,12 +330,34 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
     if (!failed.empty()) continue;
     if (best == host || effective_of[i] > effective_of[best]) best = i;
   }
+  // No predicted gain overtook: between equal predictions, the candidate with
+  // less at risk: fewer (job, contended link) pairs, fewer jobs whose shift
+  // must be delivered, fewer (job, link) entries (links to share with later
+  // jobs); none of them more than the host's first.
+  bool less_at_risk = false;
+  if (best == host && options.prefer_less_at_risk) {
+    auto risk = [&](size_t i) {
+      const RankedCandidate& c = ranking.ranked[i];
+      size_t shifted = 0;
+      for (const auto& [job, shift] : c.shifts_us) shifted += shift != 0;
+      return std::array<size_t, 3>{PairsAtRisk(c), shifted, footprint(c)};
+    };
+    const std::array<size_t, 3> h = risk(host);
+    for (size_t i = 0; i < ranking.ranked.size(); ++i) {
+      const RankedCandidate& c = ranking.ranked[i];
+      if (i == host || effective_of[i] + 1e-9 < effective_of[host] || (c.cycle && !c.exact)) continue;
+      const std::array<size_t, 3> r = risk(i);
+      if (r[0] > h[0] || r[1] > h[1] || r[2] > h[2] || r == h) continue;
+      if (best == host || r < risk(best)) best = i;
+    }
+    less_at_risk = best != host;
+  }
   // `best` first, the others in Rank()'s order.
   RankedCandidate chosen = std::move(ranking.ranked[best]);
   ranking.ranked.erase(ranking.ranked.begin() + static_cast<std::ptrdiff_t>(best));
   ranking.ranked.insert(ranking.ranked.begin(), std::move(chosen));
   decision.chosen = ranking.ranked.front().candidate;
-  decision.reason = best == host ? "host-first" : "overtaken";
+  decision.reason = best == host ? "host-first" : less_at_risk ? "less-at-risk" : "overtaken";
   return decision;
 }
 

@@ -80,6 +80,12 @@ struct RankingPolicyOptions {
   // free_servers, the Slurm controller), not by ApplyRankingPolicy. Default
   // true; Cassini mode turns it off.
   bool keep_packing = true;
+  // When no candidate overtakes the host's first on a predicted gain, one
+  // whose predicted score is at least as high and that puts less at risk
+  // (fewer (job, contended link) pairs, then a smaller footprint, neither
+  // larger) goes first (SPEC 5 (c); reason "less-at-risk"). Default true;
+  // Cassini mode turns it off.
+  bool prefer_less_at_risk = true;
 };
 
 // InvalidArgument naming the field: min_headroom outside [0, 1),
@@ -89,8 +95,9 @@ absl::Status ValidateRankingPolicyOptions(const RankingPolicyOptions& options);
 struct PolicyDecision {
   std::string host_first;  // the host's first ranked candidate ("" when none ranked)
   std::string chosen;      // the candidate now first
-  // "host-first" (kept), "overtaken" (another passed every test), "off"
-  // (policy off), "none" (nothing ranked).
+  // "host-first" (kept), "overtaken" (another passed every test),
+  // "less-at-risk" (as good a prediction with less at risk:
+  // prefer_less_at_risk), "off" (policy off), "none" (nothing ranked).
   std::string reason;
   size_t discarded_loops = 0;  // candidates moved to `rejected` by discard_loops
   // Rank()'s first (the best predicted score) before the policy, its score

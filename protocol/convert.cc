@@ -83,6 +83,9 @@ v1::RankRequest ToProto(const placer::RankRequest& request) {
   opts->set_seed(o.solver.seed);
   opts->set_max_spanning_trees(o.joint.max_spanning_trees);
   opts->set_joint_max_sweeps(o.joint.max_sweeps);
+  opts->set_ring_order(o.ring_order == placer::RingOrderMode::kHost ? v1::RankOptions::RING_ORDER_HOST
+                                                                    : v1::RankOptions::RING_ORDER_PHASOR);
+  opts->set_own_candidates(o.own_candidates);
   return out;
 }
 
@@ -140,6 +143,15 @@ absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
   if (o.has_seed()) opts.solver.seed = o.seed();
   if (o.has_max_spanning_trees()) opts.joint.max_spanning_trees = o.max_spanning_trees();
   if (o.has_joint_max_sweeps()) opts.joint.max_sweeps = o.joint_max_sweeps();
+  switch (o.ring_order()) {
+    case v1::RankOptions::RING_ORDER_UNSET: break;
+    case v1::RankOptions::RING_ORDER_HOST: opts.ring_order = placer::RingOrderMode::kHost; break;
+    case v1::RankOptions::RING_ORDER_PHASOR: opts.ring_order = placer::RingOrderMode::kPhasor; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.ring_order: ", static_cast<int>(o.ring_order()), " is not HOST or PHASOR"));
+  }
+  if (o.has_own_candidates()) opts.own_candidates = o.own_candidates();
   return out;
 }
 
@@ -161,6 +173,11 @@ v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest&
     c->set_min_link_score(rc.min_link_score);
     c->set_cycle(rc.cycle);
     c->set_exact(rc.exact);
+    c->set_proposed_by_phasor(rc.proposed_by_phasor);
+    for (const auto& [job, servers] : rc.rank_order) {
+      v1::ServerList& list = (*c->mutable_rank_order())[job];
+      for (const std::string& s : servers) list.add_servers(s);
+    }
     for (const auto& [job, shift] : rc.shifts_us) {
       v1::JobShift* s = c->add_shifts();
       s->set_job(job);
@@ -199,6 +216,10 @@ placer::Ranking FromProto(const v1::RankReply& reply) {
     rc.min_link_score = c.min_link_score();
     rc.cycle = c.cycle();
     rc.exact = c.exact();
+    rc.proposed_by_phasor = c.proposed_by_phasor();
+    for (const auto& [job, servers] : c.rank_order()) {
+      rc.rank_order[job].assign(servers.servers().begin(), servers.servers().end());
+    }
     for (const v1::JobShift& s : c.shifts()) rc.shifts_us.emplace_back(s.job(), s.shift_us());
     for (const v1::LinkResult& l : c.links()) {
       placer::LinkResult lr;

@@ -47,11 +47,16 @@ using host_scheduler::PendingJob;
 using host_scheduler::SchedulingRound;
 using host_scheduler::ServerView;
 
-// "themis", "pollux" or "consolidate". `models` (may be null) gives Pollux's
-// measured throughputs and must outlive the adapter. InvalidArgument for an
-// unknown name.
+// "themis", "pollux" or "consolidate" (the engines above), or "kube",
+// "slurm-tree" or "volcano" (the cluster managers real clusters run, as
+// sim/host_scheduler.cc models each: kube-scheduler's default scoring pod by
+// pod, Slurm's topology/tree best fit, Volcano's binpack with hard
+// network-topology-aware mode). `models` (may be null) gives Pollux's
+// measured throughputs and must outlive the adapter; `seed` draws
+// kube-scheduler's choice among equal scores. InvalidArgument for an unknown
+// name.
 absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> MakeReferenceScheduler(
-    std::string_view name, const ModelCatalog* models);
+    std::string_view name, const ModelCatalog* models, uint64_t seed = 1);
 
 // GPUs per server of an allocation in the catalogue's placement form ("44").
 std::string PlacementString(const std::vector<std::string>& servers);

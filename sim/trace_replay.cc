@@ -17,6 +17,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "placer/packing.h"
+#include "placer/traffic_profile.h"
+#include "placer/ring_order.h"
+#include "placer/candidates.h"
 #include "placer/ranker.h"
 #include "sim/host_scheduler.h"
 #include "models/model_catalog.h"
@@ -281,6 +284,7 @@ struct Running {
 struct Plan {
   SimJob sim;
   Running running;
+  bool reordered = false;  // phasor's ring order differs from the host's
 };
 
 class Replayer {
@@ -295,7 +299,7 @@ class Replayer {
       scheduler_ = options_.host;
     } else {
       absl::StatusOr<std::unique_ptr<HostSchedulerAdapter>> adapter =
-          MakeReferenceScheduler(options_.scheduler, &models_);
+          MakeReferenceScheduler(options_.scheduler, &models_, options_.seed);
       if (!adapter.ok()) return adapter.status();
       owned_scheduler_ = std::move(*adapter);
       scheduler_ = owned_scheduler_.get();
@@ -307,6 +311,11 @@ class Replayer {
                            : options_.ranking_policy.discard_loops ? "cassini"
                                                                    : "on";
     report_.pace = options_.pace;
+    if (options_.plugin) {
+      report_.ring_order = placer::RingOrderModeName(options_.ring_order);
+      report_.own_candidates = options_.own_candidates;
+      report_.shifts = options_.shifts;
+    }
     report_.duration_jitter = options_.duration_jitter;
     if (options_.duration_jitter > 0) {
       report_.duration_jitter_seed =
@@ -476,6 +485,32 @@ class Replayer {
     if (!candidates.ok()) return candidates.status();
     if (candidates->empty()) return absl::OkStatus();
     ++report_.rounds;
+    // The running jobs' mean load per link: what phasor's candidates and
+    // ring orders keep off (by link index of the fabric).
+    std::vector<double> running_load;
+    if (options_.plugin && (options_.own_candidates > 0 || options_.ring_order == placer::RingOrderMode::kPhasor)) {
+      running_load.assign(topo_.links().size(), 0.0);
+      for (const auto& [id, r] : running_) {
+        if (!r.networked) continue;
+        const double mean = placer::MeanGbps(r.profile);
+        for (const auto& [link, share] : r.links) running_load[*topo_.FindLink(link)] += share * mean;
+      }
+    }
+    if (options_.plugin && options_.own_candidates > 0) {
+      // phasor's own candidates beside the host's, from the wholly free
+      // servers (placer/candidates.h), as phasord adds them for a request
+      // with free_servers.
+      std::vector<std::string> free_servers;
+      for (const ServerView& v : servers_) {
+        if (v.free_gpus == v.gpus) free_servers.push_back(v.id);
+      }
+      placer::OwnCandidateOptions own_options;
+      own_options.count = options_.own_candidates;
+      std::vector<placer::Candidate> own =
+          placer::OwnCandidates(topo_, candidates->front(), free_servers, running_load, own_options);
+      report_.own_proposed += own.size();
+      for (placer::Candidate& c : own) candidates->push_back(std::move(c));
+    }
     if (options_.plugin && options_.ranking_policy.keep_packing && candidates->size() > 1) {
       // No candidate may leave fewer whole free servers or racks than the
       // host's first (placer/packing.h, as phasord applies it).
@@ -491,12 +526,20 @@ class Replayer {
       });
       report_.packing_dropped += before - candidates->size();
     }
-    // Plans of every candidate (a job's plan depends on its servers).
+    // Plans of every candidate (a job's plan depends on its servers, in the
+    // rank order it would run with: phasor's ring order, or the host's).
     std::vector<std::map<std::string, Plan>> plans(candidates->size());
     for (size_t c = 0; c < candidates->size(); ++c) {
       for (const auto& [id, gpu_servers] : (*candidates)[c].servers) {
-        absl::StatusOr<Plan> plan = MakePlan(id, gpu_servers);
+        std::vector<std::string> order = gpu_servers;
+        if (options_.plugin && options_.ring_order == placer::RingOrderMode::kPhasor) {
+          absl::StatusOr<std::vector<std::string>> ring = placer::RingOrder(router_, id, gpu_servers, running_load);
+          if (!ring.ok()) return ring.status();
+          order = *std::move(ring);
+        }
+        absl::StatusOr<Plan> plan = MakePlan(id, order);
         if (!plan.ok()) return plan.status();
+        plan->reordered = order != gpu_servers;
         plans[c].emplace(id, std::move(*plan));
       }
     }
@@ -590,7 +633,7 @@ class Replayer {
           const std::string suffix = absl::StrCat("@", chosen);
           // The new jobs whose shifts buy something over random phases.
           std::set<std::string> worth_waiting;
-          if (options_.start_delay_min_gain >= 0) {
+          if (options_.shifts && options_.start_delay_min_gain >= 0) {
             const placer::Candidate& spec = request.candidates[chosen];
             for (const placer::LinkResult& l : best.links) {
               if (l.score - placer::RandomPhaseScore(request, spec, l) <= options_.start_delay_min_gain + 1e-12) {
@@ -602,7 +645,7 @@ class Replayer {
           for (const auto& [rank_id, shift] : best.shifts_us) {
             if (rank_id.size() > suffix.size() &&
                 rank_id.compare(rank_id.size() - suffix.size(), suffix.size(), suffix) == 0) {
-              if (options_.start_delay_min_gain >= 0 && !worth_waiting.contains(rank_id)) {
+              if (!options_.shifts || (options_.start_delay_min_gain >= 0 && !worth_waiting.contains(rank_id))) {
                 ++report_.undelayed_starts;
                 continue;
               }
@@ -626,7 +669,9 @@ class Replayer {
         }
       }
     }
+    if (options_.plugin && (*candidates)[chosen].proposed_by_phasor) ++report_.own_chosen;
     for (auto& [id, plan] : plans[chosen]) {
+      if (plan.reordered) ++report_.ring_reordered;
       const double now = net_->now_us();
       plan.sim.start_us = now;
       if (!options_.plugin && options_.random_start && plan.running.networked) {
@@ -837,7 +882,11 @@ TraceReplayOptions CassiniMode(TraceReplayOptions base) {
   base.ranking_policy.discard_loops = true;
   base.start_delay_min_gain = -1;
   base.ranking_policy.keep_packing = false;
+  base.ranking_policy.prefer_less_at_risk = false;
   base.measured_running_profiles = false;
+  base.ring_order = placer::RingOrderMode::kHost;
+  base.own_candidates = 0;
+  base.shifts = true;
   return base;
 }
 
@@ -942,6 +991,14 @@ nlohmann::ordered_json TraceReportToJson(const TraceReport& r) {
   out["discarded_loops"] = r.discarded_loops;
   out["undelayed_starts"] = r.undelayed_starts;
   out["packing_dropped"] = r.packing_dropped;
+  if (r.plugin) {
+    out["ring_order"] = r.ring_order;
+    out["own_candidates"] = r.own_candidates;
+    out["shifts"] = r.shifts;
+    out["own_proposed"] = r.own_proposed;
+    out["own_chosen"] = r.own_chosen;
+    out["ring_reordered"] = r.ring_reordered;
+  }
   out["contested_rounds"] = nlohmann::ordered_json::array();
   for (const ContestedRound& c : r.contested) {
     out["contested_rounds"].push_back({{"time_s", c.time_s},

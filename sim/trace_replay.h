@@ -196,6 +196,18 @@ struct TraceReplayOptions {
   // docs/simulator.md (it gives up the planned phases of jobs that drifted
   // into each other).
   bool realign_regrid = false;
+  // Plugin on: whose rank order a new job's ring follows (placer/ring_order.h):
+  // phasor's (racks together, off the running jobs' links; default) or the
+  // host's as it proposed it. Cassini mode: the host's.
+  placer::RingOrderMode ring_order = placer::RingOrderMode::kPhasor;
+  // Plugin on: candidates phasor adds of its own beside the host's, from the
+  // servers wholly free (placer/candidates.h, OwnCandidates; default 2, 0:
+  // none), judged by the same packing rule and policy. Cassini mode: none.
+  uint32_t own_candidates = 2;
+  // Plugin on: new jobs start at their slots (phasor's time shifts; default
+  // true). False: every job starts at once, as with the plugin off (the
+  // ablation of shifts: placement, ring order and candidates alone).
+  bool shifts = true;
   double realign_threshold_us = 2000;
   double realign_min_interval_s = 1;
   uint32_t quantum_us = 1000;
@@ -258,6 +270,12 @@ struct TraceReport {
   uint64_t discarded_loops = 0;   // discard_loops: candidates discarded for a loop
   uint64_t undelayed_starts = 0;  // start_delay_min_gain: shifted new jobs started at once
   uint64_t packing_dropped = 0;   // ranking_policy.keep_packing: candidates not ranked
+  uint64_t own_proposed = 0;      // own_candidates: candidates phasor proposed
+  uint64_t own_chosen = 0;        // rounds that ran one of phasor's own candidates
+  uint64_t ring_reordered = 0;    // new jobs started in phasor's ring order, not the host's
+  std::string ring_order;         // "host" or "phasor" (plugin on)
+  uint32_t own_candidates = 0;    // TraceReplayOptions::own_candidates (plugin on)
+  bool shifts = false;            // TraceReplayOptions::shifts (plugin on)
   std::vector<ContestedRound> contested;  // in time order
   double wall_s = 0;
   // Plots: link -> load series in the record window, link capacities, and

@@ -11,6 +11,10 @@
 #include "placer/candidate_routing.h"
 #include "placer/link_score.h"
 #include "placer/rank_json.h"
+#include "topology/router.h"
+#include "topology/topology_file.h"
+#include "placer/packing.h"
+#include "placer/candidates.h"
 #include "placer/ranker.h"
 
 namespace phasor::cmd {
@@ -48,11 +52,16 @@ void PrintTable(const placer::RankRequest& request, const placer::Ranking& ranki
     std::cout << absl::StrFormat("%-4s %-16s rejected: %s\n", "-", r.candidate, r.reason);
   }
   for (const placer::RankedCandidate& c : ranking.ranked) {
-    std::cout << "\ncandidate " << c.candidate << ": shifts";
+    std::cout << "\ncandidate " << c.candidate << (c.proposed_by_phasor ? " (proposed by phasor)" : "") << ": shifts";
     for (const auto& [job, shift] : c.shifts_us) {
       std::cout << absl::StrFormat("  %s=%.1f ms", job, shift / 1000.0);
     }
     std::cout << "\n";
+    for (const auto& [job, order] : c.rank_order) {
+      std::cout << "  rank order of " << job << ":";
+      for (const std::string& server : order) std::cout << " " << server;
+      std::cout << "\n";
+    }
     const placer::Candidate& cand = *candidates.at(c.candidate);
     for (const placer::LinkResult& l : c.links) {
       std::cout << absl::StrFormat(
@@ -111,8 +120,20 @@ void RunRank(const RankFlags& flags) {
   if (!request.ok()) FailRank(kExitBadInput, std::string(request.status().message()));
   std::vector<placer::RejectedCandidate> unrouted;
   if (!flags.topology.empty()) {
-    absl::Status routed = placer::RouteCandidatesFromFile(flags.topology, *request, unrouted);
-    if (!routed.ok()) FailRank(kExitBadInput, "--topology: " + std::string(routed.message()));
+    absl::StatusOr<topology::Topology> fabric = topology::LoadTopologyFile(flags.topology);
+    if (!fabric.ok()) FailRank(kExitBadInput, "--topology: " + std::string(fabric.status().message()));
+    const topology::Router router(*fabric);
+    if (!request->free_servers.empty()) {
+      // phasor's own candidates from the free servers, then the host's
+      // packing kept (as phasord does; placer/candidates.h, placer/packing.h).
+      absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric, request->free_servers);
+      if (!view.ok()) FailRank(kExitBadInput, std::string(view.status().message()));
+      placer::AddOwnCandidates(*fabric, router, *request);
+      placer::KeepPacking(*view, *request, unrouted);
+    }
+    placer::RouteCandidates(*fabric, router, *request, unrouted);
+  } else if (!request->free_servers.empty()) {
+    FailRank(kExitBadInput, "free_servers: needs --topology (the fabric their racks are in)");
   }
   absl::StatusOr<placer::Ranking> ranked = placer::RankWithin(*request, flags.limits);
   if (!ranked.ok()) {

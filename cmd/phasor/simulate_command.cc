@@ -46,6 +46,10 @@ struct SimulateFlags {
   std::vector<std::string> duration_factors;
   double start_delay_min_gain = sim::TraceReplayOptions{}.start_delay_min_gain;
   std::string keep_packing = placer::RankingPolicyOptions{}.keep_packing ? "on" : "off";
+  std::string ring_order = placer::RingOrderModeName(sim::TraceReplayOptions{}.ring_order);
+  uint32_t own_candidates = sim::TraceReplayOptions{}.own_candidates;
+  std::string shifts = sim::TraceReplayOptions{}.shifts ? "on" : "off";
+  std::string less_at_risk = placer::RankingPolicyOptions{}.prefer_less_at_risk ? "on" : "off";
   std::string pin_running = sim::TraceReplayOptions{}.pin_running ? "on" : "off";
   std::string running_profiles = sim::TraceReplayOptions{}.measured_running_profiles ? "measured" : "isolated";
   std::string trust_choice_gains = "off";
@@ -113,6 +117,19 @@ void RunTrace(const SimulateFlags& flags) {
   options.start_delay_min_gain = flags.start_delay_min_gain;
   if (flags.keep_packing != "on" && flags.keep_packing != "off") FailSimulate(kExitBadInput, "--keep-packing: must be on or off");
   options.ranking_policy.keep_packing = flags.keep_packing == "on";
+  absl::StatusOr<placer::RingOrderMode> ring_order = placer::ParseRingOrderMode(flags.ring_order, "--ring-order");
+  if (!ring_order.ok()) FailSimulate(kExitBadInput, std::string(ring_order.status().message()));
+  options.ring_order = *ring_order;
+  if (flags.own_candidates > placer::kMaxOwnCandidates) {
+    FailSimulate(kExitBadInput, "--own-candidates: must be at most " + std::to_string(placer::kMaxOwnCandidates));
+  }
+  options.own_candidates = flags.own_candidates;
+  if (flags.shifts != "on" && flags.shifts != "off") FailSimulate(kExitBadInput, "--shifts: must be on or off");
+  options.shifts = flags.shifts == "on";
+  if (flags.less_at_risk != "on" && flags.less_at_risk != "off") {
+    FailSimulate(kExitBadInput, "--less-at-risk: must be on or off");
+  }
+  options.ranking_policy.prefer_less_at_risk = flags.less_at_risk == "on";
   if (flags.pin_running != "on" && flags.pin_running != "off") FailSimulate(kExitBadInput, "--pin-running: must be on or off");
   options.pin_running = flags.pin_running == "on";
   if (flags.running_profiles != "isolated" && flags.running_profiles != "measured") {
@@ -211,7 +228,7 @@ void AddSimulateCommand(CLI::App& app) {
       "simulate",
       "Simulate jobs sharing links (fluid max-min model) with and without phasor's shifts.\n"
       "Fixed placement: phasor simulate FILE (JSON: links, jobs, seed; see docs/simulator.md).\n"
-      "Trace replay: phasor simulate --trace CSV --scheduler themis|pollux|consolidate "
+      "Trace replay: phasor simulate --trace CSV --scheduler themis|pollux|consolidate|kube|slurm-tree|volcano "
       "--plugin on|off.");
   cmd->add_option("file", flags->input, "Scenario JSON ('-' for stdin)");
   cmd->add_option("--topology", flags->topology,
@@ -220,7 +237,8 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_flag("--table", flags->table, "Print a readable table to stderr");
   cmd->add_option("--trace", flags->trace,
                   "Replay a job trace (Philly CSV or a Pollux workload CSV)");
-  cmd->add_option("--scheduler", flags->scheduler, "themis, pollux or consolidate")
+  cmd->add_option("--scheduler", flags->scheduler,
+                  "themis, pollux, consolidate (engines), kube, slurm-tree or volcano (cluster managers)")
       ->capture_default_str();
   cmd->add_option("--plugin", flags->plugin, "on: phasor ranks the top-K and sets shifts; random: off, each multi-server job starts "
                   "after a random delay under its period (the noise control); cassini: the paper's algorithm "
@@ -296,6 +314,19 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--start-delay-min-gain", flags->start_delay_min_gain,
                   "Trace replay: a new job waits for its slot only when its shifts gain more than this over "
                   "random phases on one of its links (< 0: always wait)")
+      ->capture_default_str();
+  cmd->add_option("--ring-order", flags->ring_order,
+                  "Plugin on: whose rank order a new job's ring follows: phasor (racks together, off the\n"
+                  "running jobs' links) or host (as proposed); default phasor")
+      ->capture_default_str();
+  cmd->add_option("--own-candidates", flags->own_candidates,
+                  "Plugin on: candidates phasor adds of its own from the wholly free servers (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--shifts", flags->shifts,
+                  "Plugin on: new jobs start at their slots (on) or at once (off: placement alone)")
+      ->capture_default_str();
+  cmd->add_option("--less-at-risk", flags->less_at_risk,
+                  "Plugin on: between equal predictions, the candidate with less at risk goes first")
       ->capture_default_str();
   cmd->add_option("--keep-packing", flags->keep_packing,
                   "Trace replay: candidates that leave fewer whole free servers or whole free racks than the "

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "integrations/slurm/tree_candidates.h"
 #include "nlohmann/json.hpp"
 #include "placer/candidate_routing.h"
+#include "placer/candidates.h"
 #include "placer/packing.h"
 #include "placer/rank_json.h"
 #include "protocol/convert.h"
@@ -385,8 +385,8 @@ absl::StatusOr<SlurmController::Ranking> SlurmController::PrepareRanking(const s
                                                                          const std::set<std::string>& eligible,
                                                                          uint32_t count,
                                                                          const std::set<std::string>& free) {
-  absl::StatusOr<std::vector<NodeSet>> sets =
-      EnumerateTreeCandidates(*fabric_, free, eligible, count, options_.max_candidates);
+  absl::StatusOr<std::vector<placer::ServerSet>> sets =
+      placer::LeafCandidates(*fabric_, free, eligible, count, options_.max_candidates);
   if (!sets.ok()) return sets.status();
   Ranking r;
   r.self = self;
@@ -396,14 +396,14 @@ absl::StatusOr<SlurmController::Ranking> SlurmController::PrepareRanking(const s
   for (size_t i = 0; i < sets->size(); ++i) {
     placer::Candidate c;
     c.id = absl::StrCat("c", i);
-    c.servers[self] = (*sets)[i].nodes;
+    c.servers[self] = (*sets)[i].servers;
     r.request.candidates.push_back(std::move(c));
   }
   // Slurm's own first choice (topology/tree's best fit) keeps its packing:
   // no candidate that leaves fewer idle nodes or idle leaves goes to phasord.
   if (options_.keep_packing) {
     // Idle nodes the fabric does not know hold no candidate: left out, as
-    // EnumerateTreeCandidates leaves them.
+    // LeafCandidates leaves them.
     std::vector<std::string> known;
     for (const std::string& n : free) {
       if (std::optional<topology::NodeIndex> i = fabric_->FindNode(n); i && fabric_->IsServer(*i)) known.push_back(n);
@@ -506,8 +506,8 @@ size_t SlurmController::Usable(const std::set<std::string>& pool, const NodeDema
 }
 
 std::vector<std::string> SlurmController::TreeFirst(const std::set<std::string>& pool, const NodeDemand& demand) const {
-  absl::StatusOr<std::vector<NodeSet>> first = EnumerateTreeCandidates(*fabric_, pool, demand.eligible, demand.count, 1);
-  return first.ok() && !first->empty() ? (*first)[0].nodes : std::vector<std::string>();
+  absl::StatusOr<std::vector<placer::ServerSet>> first = placer::LeafCandidates(*fabric_, pool, demand.eligible, demand.count, 1);
+  return first.ok() && !first->empty() ? (*first)[0].servers : std::vector<std::string>();
 }
 
 std::set<std::string> SlurmController::Occupied(const ClusterState& cluster) {

@@ -18,6 +18,7 @@
 #include "tests/testing/probe_publisher.h"
 #include "integrations/client/client.h"
 #include "placer/rank_json.h"
+#include "placer/ranking_policy.h"
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
 #include "protocol/framing.h"
@@ -132,6 +133,8 @@ TEST(DaemonTest, ServerFormIsRoutedLikePhasorRankTopology) {
   std::vector<placer::RejectedCandidate> unrouted;
   ASSERT_TRUE(placer::RouteCandidatesFromFile(fabric, routed, unrouted).ok());
   placer::Ranking expected = placer::Rank(routed);
+  // phasord applies its ranking policy (the defaults) to what it ranks.
+  placer::ApplyRankingPolicy(routed, placer::RankingPolicyOptions{}, expected);
   expected.rejected.insert(expected.rejected.end(), unrouted.begin(), unrouted.end());
   ASSERT_FALSE(unrouted.empty());  // the example's "typo" candidate names server s9
   ExpectRankingsEqual(served->ranking, expected);
@@ -560,13 +563,13 @@ Burst SendBurst(const DaemonHarness& h, const placer::RankRequest& request, cons
 }
 
 // A request that takes a solver a while: the sample's two kinds of candidate,
-// 120 of them.
-placer::RankRequest ManyCandidates() {
+// 120 of them (240 with `count`).
+placer::RankRequest ManyCandidates(int count = 120) {
   placer::RankRequest r = SampleRankRequest();
   r.candidates.pop_back();  // the one naming an unknown job
   const std::vector<placer::Candidate> two = r.candidates;
   r.candidates.clear();
-  for (int i = 0; i < 120; ++i) {
+  for (int i = 0; i < count; ++i) {
     placer::Candidate c = two[i % 2];
     c.id = absl::StrCat("c", i);
     r.candidates.push_back(std::move(c));
@@ -593,16 +596,16 @@ TEST(DaemonTest, TheRankQueueIsBoundedAndAnswersTheRestAtOnce) {
   EXPECT_TRUE(c->Rank(SampleRankRequest()).ok());
 }
 
-// 30 requests whose clients wait 50 ms each, then a fresh one that waits
-// 10 s, behind one solver: the queue takes longer than 50 ms to work
-// through, so stale ones are answered without a solve, and the fresh one is
-// solved.
+// 30 requests whose clients wait 2 ms each, then a fresh one that waits
+// 10 s, behind one solver: 30 rankings of 240 candidates take the solver
+// far longer than 2 ms (however fast the placer gets), so stale ones are
+// answered without a solve, and the fresh one is solved.
 TEST(DaemonTest, RequestsWhoseClientsGaveUpAreNotSolvedAheadOfFreshOnes) {
   DaemonHarness h([](daemon::DaemonOptions& o) { o.solver_threads = 1; });
   ASSERT_TRUE(h.Start());
-  std::vector<uint32_t> waits(30, 50);
+  std::vector<uint32_t> waits(30, 2);
   waits.push_back(10'000);
-  const Burst b = SendBurst(h, ManyCandidates(), waits);
+  const Burst b = SendBurst(h, ManyCandidates(240), waits);
   EXPECT_EQ(b.solved + b.out_of_time, 31) << b.other;
   EXPECT_GE(b.out_of_time, 1);
   EXPECT_TRUE(b.solved_ids.contains(31));  // the fresh one

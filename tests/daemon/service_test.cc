@@ -165,9 +165,9 @@ v1::RankRequest PolicyRequest(const std::string& other) {
     j.profile.square = placer::SquareWave{2000, 50, 0, 0};
     r.jobs.push_back(j);
   }
-  placer::Candidate shared{.id = "shared", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}}, .servers = {}};
-  placer::Candidate wide{.id = "wide", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l2", 1}, {"l3", 1}}}}, .servers = {}};
-  placer::Candidate apart{.id = "apart", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l2", 1}}}}, .servers = {}};
+  placer::Candidate shared{.id = "shared", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
+  placer::Candidate wide{.id = "wide", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l2", 1}, {"l3", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
+  placer::Candidate apart{.id = "apart", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l2", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
   r.candidates = {shared, other == "wide" ? wide : apart};
   return protocol::ToProto(r);
 }
@@ -738,6 +738,12 @@ TEST_F(ServiceTest, RunningPartRanksAsTheLongFormAndCommitsItsJobs) {
     r->clear_ranking_id();
     r->clear_solve_seconds();
   }
+  // In the long form b is a candidate's job like any (not pinned): its rank
+  // order is returned too; the running part's is not (it runs already).
+  for (v1::RankedCandidate& c : *b->mutable_ranked()) {
+    ASSERT_TRUE(c.rank_order().contains("b"));
+    c.mutable_rank_order()->erase("b");
+  }
   // Equal field by field (maps serialise in no fixed order).
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*a, *b)) << a->DebugString() << b->DebugString();
 
@@ -793,13 +799,65 @@ v1::RankRequest PackingRequest() {
   return r;
 }
 
+TEST_F(ServiceTest, OwnCandidatesAreRankedBesideTheHostsAndMarked) {
+  // Three leaves of three servers; r runs on s1 and s4.
+  options_.topology_path = dir_ + "/fabric.yaml";
+  std::ofstream(options_.topology_path) << R"yaml(
+generate:
+  leaf_spine: {leaves: 3, spines: 1, servers_per_leaf: 3, gpus_per_server: 1, nic_gbps: 100, uplink_gbps: 100}
+)yaml";
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  // The host's only candidate puts n on s2 and s5, across the racks, beside
+  // r. phasor proposes the best fit that keeps leaf3 whole: s2, s3 in leaf1,
+  // which shares no link with r.
+  v1::RankRequest request = PackingRequest();
+  (*request.mutable_running()->mutable_servers())["r"].set_servers(1, "s4");
+  request.mutable_candidates()->DeleteSubrange(1, 1);
+  (*request.mutable_candidates(0)->mutable_servers())["n"].set_servers(1, "s5");
+  for (const char* s : {"s2", "s3", "s5", "s6", "s7", "s8", "s9"}) request.add_free_servers(s);
+  absl::StatusOr<v1::RankReply> reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_GE(reply->ranked_size(), 2);
+  EXPECT_EQ(reply->ranked(0).candidate(), "phasor-1");
+  EXPECT_TRUE(reply->ranked(0).proposed_by_phasor());
+  EXPECT_EQ(reply->ranked(0).score(), 1);
+  ASSERT_TRUE(reply->ranked(0).rank_order().contains("n"));
+  EXPECT_THAT(reply->ranked(0).rank_order().at("n").servers(), ::testing::ElementsAre("s2", "s3"));
+  bool host_ranked = false;
+  for (const v1::RankedCandidate& c : reply->ranked()) {
+    if (c.candidate() == "host") {
+      host_ranked = true;
+      EXPECT_FALSE(c.proposed_by_phasor());
+      EXPECT_LT(c.score(), 0.95);
+    }
+  }
+  EXPECT_TRUE(host_ranked);
+  // Committing phasor's candidate records it where it runs.
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("phasor-1");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  absl::StatusOr<v1::Snapshot> snapshot = service->GetSnapshot({});
+  ASSERT_TRUE(snapshot.ok());
+  EXPECT_NE(snapshot->DebugString().find("\"s3\""), std::string::npos) << snapshot->DebugString();
+  // own_candidates 0: only the host's.
+  request.mutable_options()->set_own_candidates(0);
+  reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->ranked_size(), 1);
+}
+
 TEST_F(ServiceTest, FreeServersKeepTheHostsPackingAgainstAPredictedGain) {
   options_.topology_path = dir_ + "/fabric.yaml";
   std::ofstream(options_.topology_path) << kThreeLeaves;
   std::unique_ptr<Service> service = Open();
   ASSERT_NE(service, nullptr);
-  // Without free_servers the rule cannot apply: "fresh" overtakes.
+  // Without free_servers the rule cannot apply: "fresh" overtakes. (phasor's
+  // own candidates, which free_servers also brings, are left out here:
+  // OwnCandidatesAreRankedBesideTheHostsAndMarked.)
   v1::RankRequest request = PackingRequest();
+  request.mutable_options()->set_own_candidates(0);
   absl::StatusOr<v1::RankReply> reply = service->Rank(request);
   ASSERT_TRUE(reply.ok()) << reply.status();
   ASSERT_EQ(reply->ranked_size(), 2);

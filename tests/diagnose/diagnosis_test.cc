@@ -31,7 +31,7 @@ placer::RankRequest Tiny() {
   placer::TrafficProfile a{4000, 1000, {8, 8, 0, 0}, std::nullopt, std::nullopt};
   placer::TrafficProfile b{4000, 1000, {6, 0, 0, 0}, std::nullopt, std::nullopt};
   r.jobs = {{"a", a, std::nullopt}, {"b", b, std::nullopt}};
-  r.candidates = {{"c", {{"a", {{"l", 1.0}}}, {"b", {{"l", 1.0}}}}, {}}};
+  r.candidates = {{"c", {{"a", {{"l", 1.0}}}, {"b", {{"l", 1.0}}}}, {}, {}, false}};
   return r;
 }
 

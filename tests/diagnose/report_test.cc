@@ -104,7 +104,7 @@ TEST(HtmlReportTest, EscapesIds) {
   r.links = {{"<l&1>", 10.0}};
   placer::TrafficProfile p{4000, 1000, {8, 8, 0, 0}, std::nullopt, std::nullopt};
   r.jobs = {{"a\"b", p, std::nullopt}, {"<script>", p, std::nullopt}};
-  r.candidates = {{"c", {{"a\"b", {{"<l&1>", 1.0}}}, {"<script>", {{"<l&1>", 1.0}}}}, {}}};
+  r.candidates = {{"c", {{"a\"b", {{"<l&1>", 1.0}}}, {"<script>", {{"<l&1>", 1.0}}}}, {}, {}, false}};
   auto d = Diagnose(r, "");
   ASSERT_TRUE(d.ok()) << d.status();
   const std::string html = RenderHtml(*d);
@@ -120,7 +120,7 @@ TEST(HtmlReportTest, ListsLinksAndJobsWithoutContentionToo) {
   placer::TrafficProfile p{4000, 1000, {8, 8, 0, 0}, std::nullopt, std::nullopt};
   r.jobs = {{"a", p, std::nullopt}, {"b", p, std::nullopt}, {"alone", p, std::nullopt}};
   r.candidates = {
-      {"c", {{"a", {{"shared", 1.0}}}, {"b", {{"shared", 1.0}}}, {"alone", {{"spare", 1.0}}}}, {}}};
+      {"c", {{"a", {{"shared", 1.0}}}, {"b", {{"shared", 1.0}}}, {"alone", {{"spare", 1.0}}}}, {}, {}, false}};
   auto d = Diagnose(r, "");
   ASSERT_TRUE(d.ok()) << d.status();
   const std::string html = RenderHtml(*d);

@@ -137,6 +137,7 @@ TEST(TraceReplayWireTest, ARankingNamingNoCandidateOfTheRoundIsAnError) {
   std::ofstream(trace) << kTrace;
   sim::TraceReplayOptions o = Options(trace);
   o.ranking_policy.keep_packing = false;  // both of the host's candidates go to the ranking
+  o.own_candidates = 0;                   // and only they
   o.rank = [](const placer::RankRequest& request) -> absl::StatusOr<placer::Ranking> {
     placer::Ranking ranking = placer::Rank(request);
     if (!ranking.ranked.empty()) ranking.ranked.front().candidate = "9";

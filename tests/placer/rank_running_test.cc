@@ -52,13 +52,13 @@ Scenario MakeScenario() {
                      {"r1", {{"l1", 0.5}, {"l2", 0.5}, {"l3", 1.0}}},
                      {"r2", {{"l3", 1.0}, {"l4", 1.0}}},
                      {"r3", {{"l4", 1.0}, {"l6", 0.0}}}};
-  r.candidates = {{"c0", {{"n", {{"l5", 1.0}}}}, {}},
-                  {"c1", {{"n", {{"l4", 0.5}, {"l5", 0.5}}}}, {}},
-                  {"c2", {{"n", {{"l0", 1.0}, {"l2", 0.25}}}}, {}},
-                  {"c3", {{"n", {{"l3", 1.0}}}}, {}},
-                  {"c4", {{"n", {{"lx", 1.0}}}}, {}},
-                  {"c5", {{"n", {{"l5", 1.0}}}, {"ghost", {{"l5", 1.0}}}}, {}},
-                  {"c6", {{"n", {{"l5", 1.0}}}, {"m", {{"l5", 1.0}}}}, {}}};
+  r.candidates = {{"c0", {{"n", {{"l5", 1.0}}}}, {}, {}, false},
+                  {"c1", {{"n", {{"l4", 0.5}, {"l5", 0.5}}}}, {}, {}, false},
+                  {"c2", {{"n", {{"l0", 1.0}, {"l2", 0.25}}}}, {}, {}, false},
+                  {"c3", {{"n", {{"l3", 1.0}}}}, {}, {}, false},
+                  {"c4", {{"n", {{"lx", 1.0}}}}, {}, {}, false},
+                  {"c5", {{"n", {{"l5", 1.0}}}, {"ghost", {{"l5", 1.0}}}}, {}, {}, false},
+                  {"c6", {{"n", {{"l5", 1.0}}}, {"m", {{"l5", 1.0}}}}, {}, {}, false}};
   Scenario s;
   s.with_running = r;
   s.long_form = r;
@@ -267,10 +267,10 @@ TEST(RankRunningTest, RoutedOnceEqualsRoutedInEveryCandidate) {
   r.jobs.push_back({"z-running", Square(300, 100, 60), 7000});
   r.running.servers = {{"b-running", {"s3", "s4", "s5", "s6"}}, {"z-running", {"s7", "s8", "s9", "s10"}}};
   // a-new sorts before the running jobs: the links it names come first.
-  r.candidates = {{"c0", {}, {{"a-new", {"s1", "s2"}}}},
-                  {"c1", {}, {{"a-new", {"s11", "s12", "s13", "s14"}}}},
-                  {"c2", {}, {{"a-new", {"s2", "s11"}}}},
-                  {"c3", {}, {{"a-new", {"s1", "nowhere"}}}}};
+  r.candidates = {{"c0", {}, {{"a-new", {"s1", "s2"}}}, {}, false},
+                  {"c1", {}, {{"a-new", {"s11", "s12", "s13", "s14"}}}, {}, false},
+                  {"c2", {}, {{"a-new", {"s2", "s11"}}}, {}, false},
+                  {"c3", {}, {{"a-new", {"s1", "nowhere"}}}, {}, false}};
   RankRequest long_form = r;
   long_form.running = {};
   for (Candidate& c : long_form.candidates) {
@@ -301,7 +301,7 @@ TEST(RankRunningTest, UnroutableRunningJobRejectsEveryCandidate) {
   r.jobs.push_back({"old", Square(200, 80, 70), std::nullopt});
   r.jobs.push_back({"new", Square(200, 80, 70), std::nullopt});
   r.running.servers = {{"old", {"s1", "nowhere"}}};
-  r.candidates = {{"c0", {}, {{"new", {"s2", "s3"}}}}, {"c1", {{"new", {}}}, {}}};
+  r.candidates = {{"c0", {}, {{"new", {"s2", "s3"}}}, {}, false}, {"c1", {{"new", {}}}, {}, {}, false}};
   std::vector<RejectedCandidate> unrouted;
   RouteCandidates(fabric, router, r, unrouted);
   EXPECT_TRUE(r.candidates.empty());

@@ -33,7 +33,7 @@ RankRequest TwoJobs(const TrafficProfile& a, const TrafficProfile& b, double cap
   r.links.push_back({.id = "l", .capacity_gbps = cap});
   r.jobs.push_back({.id = "a", .profile = a, .pinned_shift_us = {}});
   r.jobs.push_back({.id = "b", .profile = b, .pinned_shift_us = {}});
-  r.candidates.push_back({.id = "c0", .links = {{"a", {{"l", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}});
+  r.candidates.push_back({.id = "c0", .links = {{"a", {{"l", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   return r;
 }
 
@@ -260,13 +260,13 @@ TEST(RankLimitsTest, OneJobOnALinkIsNotContended) {
 // third do (and a link no request link defines is counted by its name).
 TEST(RankLimitsTest, LinkCountsAreKeptPerCandidate) {
   RankRequest r = TwoJobs(Square(200'000, 90'000, 45), Square(200'000, 80'000, 40));
-  r.candidates = {{.id = "c0", .links = {{"a", {{"l", 1.0}}}}, .servers = {}},
-                  {.id = "c1", .links = {{"b", {{"l", 1.0}}}}, .servers = {}},
-                  {.id = "c2", .links = {{"a", {{"x", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}}};
+  r.candidates = {{.id = "c0", .links = {{"a", {{"l", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false},
+                  {.id = "c1", .links = {{"b", {{"l", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false},
+                  {.id = "c2", .links = {{"a", {{"x", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false}};
   RankLimits limits;
   limits.max_link_bins = 1;
   EXPECT_TRUE(CheckRankLimits(r, limits).ok());
-  r.candidates.push_back({.id = "c3", .links = {{"a", {{"x", 1.0}}}, {"b", {{"x", 0.5}}}}, .servers = {}});
+  r.candidates.push_back({.id = "c3", .links = {{"a", {{"x", 1.0}}}, {"b", {{"x", 0.5}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   EXPECT_EQ(CheckRankLimits(r, limits),
             absl::ResourceExhaustedError("candidates[3].links (link 'x'): up to 131472 bins for 2 jobs "
                                          "exceed the limit max_link_bins (1)"));

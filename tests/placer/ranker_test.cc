@@ -45,7 +45,7 @@ RankRequest Request(const std::vector<TrafficProfile>& profiles,
   for (size_t j = 0; j < profiles.size(); ++j) {
     r.jobs.push_back({.id = absl::StrCat("j", j), .profile = profiles[j], .pinned_shift_us = {}});
   }
-  Candidate c{.id = "c0", .links = {}, .servers = {}};
+  Candidate c{.id = "c0", .links = {}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
   for (size_t l = 0; l < link_jobs.size(); ++l) {
     r.links.push_back({.id = absl::StrCat("l", l), .capacity_gbps = cap});
     for (size_t j : link_jobs[l]) c.links[absl::StrCat("j", j)][absl::StrCat("l", l)] = 1.0;
@@ -268,7 +268,7 @@ TEST(RankTest, TwoJobsOnManyLinksWithUnequalSharesStayTractable) {
   // the descent must stay within its budget.
   TrafficProfile a = Square(200, 90, 80), b = Square(240, 90, 80);
   RankRequest r = Request({a, b}, {}, 100);
-  Candidate c{.id = "c0", .links = {}, .servers = {}};
+  Candidate c{.id = "c0", .links = {}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
   const double shares[] = {0.25, 0.5, 1.0, 0.5};
   for (int l = 0; l < 16; ++l) {
     const std::string id = "l" + std::to_string(l);
@@ -331,12 +331,12 @@ TEST(RankTest, TwoPinnedJobsAreBothKept) {
 
 TEST(RankTest, RejectsCandidatesItCannotEvaluateAndRanksTheRest) {
   RankRequest r = Request({Square(100, 60, 50), Square(100, 60, 50)}, {{0, 1}}, 50);
-  r.candidates.push_back({.id = "ghost-job", .links = {{"zz", {{"l0", 1.0}}}}, .servers = {}});
-  r.candidates.push_back({.id = "ghost-link", .links = {{"j0", {{"nowhere", 1.0}}}}, .servers = {}});
-  r.candidates.push_back({.id = "servers", .links = {}, .servers = {{"j0", {"s1", "s2"}}}});
+  r.candidates.push_back({.id = "ghost-job", .links = {{"zz", {{"l0", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
+  r.candidates.push_back({.id = "ghost-link", .links = {{"j0", {{"nowhere", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
+  r.candidates.push_back({.id = "servers", .links = {}, .servers = {{"j0", {"s1", "s2"}}}, .rank_order = {}, .proposed_by_phasor = false});
   r.candidates.push_back({.id = "apart",
                           .links = {{"j0", {{"l0", 1.0}}}, {"j1", {{"l0", 0.0}}}},
-                          .servers = {}});
+                          .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   ASSERT_TRUE(ValidateRankRequest(r).ok());
   const Ranking ranking = Rank(r);
   ASSERT_EQ(ranking.ranked.size(), 2u);

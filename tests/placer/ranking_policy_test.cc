@@ -30,11 +30,11 @@ RankRequest Request() {
   r.links = {{"l0", 50}, {"l1", 22}, {"l2", 50}};
   r.jobs = {{.id = "j0", .profile = Square(), .pinned_shift_us = {}},
             {.id = "j1", .profile = Square(), .pinned_shift_us = {}}};
-  r.candidates.push_back({.id = "host", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}}, .servers = {}});
-  r.candidates.push_back({.id = "alone", .links = {}, .servers = {}});
-  r.candidates.push_back({.id = "tight", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l1", 1}}}}, .servers = {}});
+  r.candidates.push_back({.id = "host", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
+  r.candidates.push_back({.id = "alone", .links = {}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
+  r.candidates.push_back({.id = "tight", .links = {{"j0", {{"l1", 1}}}, {"j1", {{"l1", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   r.candidates.push_back(
-      {.id = "loop", .links = {{"j0", {{"l0", 1}, {"l2", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}});
+      {.id = "loop", .links = {{"j0", {{"l0", 1}, {"l2", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   return r;
 }
 
@@ -72,7 +72,7 @@ TEST(RankingPolicyTest, LinkHeadroomAndRandomPhaseScoreCountTheRunningPart) {
   // only: the link still carries both jobs' mean 10 Gbit/s.
   RankRequest r = Request();
   r.running.links = {{"j1", {{"l0", 1}}}};
-  const Candidate placed{.id = "j0-on-l0", .links = {{"j0", {{"l0", 1}}}}, .servers = {}};
+  const Candidate placed{.id = "j0-on-l0", .links = {{"j0", {{"l0", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
   const LinkResult l0 = Ranked("j0-on-l0", 1, {"l0"}).links[0];
   EXPECT_DOUBLE_EQ(LinkHeadroom(r, placed, l0), 1 - 20.0 / 50);
   EXPECT_DOUBLE_EQ(LinkHeadroom(r, placed, l0), LinkHeadroom(Request(), Request().candidates[0], l0));
@@ -87,7 +87,7 @@ TEST(RankingPolicyTest, TheHostsFirstStandsUnlessBeatenByTheMargin) {
   Ranking ranking;
   // A candidate 0.04 better than the host's first: not enough.
   RankRequest two = request;
-  two.candidates.push_back({.id = "better", .links = two.candidates[0].links, .servers = {}});
+  two.candidates.push_back({.id = "better", .links = two.candidates[0].links, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   ranking.ranked = {Ranked("better", 0.94, {"l0"}), Ranked("host", 0.90, {"l0"})};
   PolicyDecision d = ApplyRankingPolicy(two, {}, ranking);
   EXPECT_EQ(d.host_first, "host");
@@ -118,7 +118,7 @@ TEST(RankingPolicyTest, NothingWithMoreJobsOnContendedLinksOvertakes) {
 TEST(RankingPolicyTest, ACandidateWithALargerFootprintDoesNotOvertake) {
   RankRequest request = Request();
   // "wide": the same contended link as the host's first, but j1 also crosses l2 (3 entries > 2).
-  request.candidates.push_back({.id = "wide", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}});
+  request.candidates.push_back({.id = "wide", .links = {{"j0", {{"l0", 1}}}, {"j1", {{"l0", 1}, {"l2", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   EXPECT_EQ(Footprint(request.candidates[0]), 2u);
   EXPECT_EQ(Footprint(request.candidates.back()), 3u);
   Ranking ranking;
@@ -251,7 +251,7 @@ TEST(RankingPolicyTest, RandomPhaseScoreIsTheFirstWrittenOneBitForBit) {
     const int jobs = 1 + instance % 5;
     RankRequest r;
     r.links = {{"l", 20.0 + static_cast<double>(rng() % 60)}};
-    Candidate c{.id = "c", .links = {}, .servers = {}};
+    Candidate c{.id = "c", .links = {}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false};
     std::vector<std::pair<TrafficProfile, double>> reference;
     LinkResult link;
     link.id = "l";
@@ -296,7 +296,7 @@ TEST(RankingPolicyTest, WithFullConfidenceTheEffectiveScoreIsTheScore) {
 
 TEST(RankingPolicyTest, ShiftConfidenceDiscountsTheGainOfShiftsNotOfTheChoice) {
   RankRequest request = Request();
-  request.candidates.push_back({.id = "better", .links = request.candidates[0].links, .servers = {}});
+  request.candidates.push_back({.id = "better", .links = request.candidates[0].links, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   // "better" gains 0.05 over "host" on the same link with the same jobs: all
   // of it from its shifts (the random-phase score of both is 0.96).
   Ranking ranking;
@@ -311,8 +311,18 @@ TEST(RankingPolicyTest, ShiftConfidenceDiscountsTheGainOfShiftsNotOfTheChoice) {
   // "alone" shares no link (effective 1): its gain is the choice's, 1 - 0.96
   // with no confidence in the host's shifts, 1 - 0.93 with half.
   ranking.ranked = {Ranked("alone", 1.0, {}), Ranked("host", 0.90, {"l0"})};
-  d = ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 0}, ranking);
+  RankingPolicyOptions no_confidence{.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 0};
+  no_confidence.prefer_less_at_risk = false;
+  d = ApplyRankingPolicy(request, no_confidence, ranking);
   EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.blocked, "gain");
+  // A gain too small to overtake, but as good a prediction with nothing at
+  // risk: with prefer_less_at_risk (the default) it goes first.
+  ranking.ranked = {Ranked("alone", 1.0, {}), Ranked("host", 0.90, {"l0"})};
+  no_confidence.prefer_less_at_risk = true;
+  d = ApplyRankingPolicy(request, no_confidence, ranking);
+  EXPECT_EQ(d.chosen, "alone");
+  EXPECT_EQ(d.reason, "less-at-risk");
   EXPECT_EQ(d.blocked, "gain");
   ranking.ranked = {Ranked("alone", 1.0, {}), Ranked("host", 0.90, {"l0"})};
   d = ApplyRankingPolicy(request, {.min_gain = 0.05, .min_headroom = 0.1, .shift_confidence = 0.5}, ranking);
@@ -327,7 +337,7 @@ TEST(RankingPolicyTest, AGainOfTheChoiceNeedsNoTrustInTheShifts) {
   RankRequest request = Request();
   request.links.push_back({"l3", 15});
   request.candidates.insert(request.candidates.begin(),
-                            {.id = "narrow", .links = {{"j0", {{"l3", 1}}}, {"j1", {{"l3", 1}}}}, .servers = {}});
+                            {.id = "narrow", .links = {{"j0", {{"l3", 1}}}, {"j1", {{"l3", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   RankedCandidate narrow = Ranked("narrow", 0.3, {"l3"});
   narrow.links[0].capacity_gbps = 15;
   // "tight" (l1, 22 Gbit/s: headroom 0.09 < 0.1) against the host's first on
@@ -346,6 +356,29 @@ TEST(RankingPolicyTest, AGainOfTheChoiceNeedsNoTrustInTheShifts) {
   EXPECT_EQ(d.chosen, "tight");
   EXPECT_EQ(d.reason, "overtaken");
   EXPECT_EQ(Order(ranking), (std::vector<std::string>{"tight", "narrow"}));
+}
+
+TEST(RankingPolicyTest, BetweenEqualPredictionsLessAtRiskGoesFirst) {
+  RankRequest request = Request();
+  // All three predicted 1 (no link over capacity): the host's first shares
+  // l0 (two jobs at risk on it), "loop" shares l0 and l2, "alone" nothing.
+  Ranking ranking;
+  ranking.ranked = {Ranked("host", 1.0, {"l0"}), Ranked("alone", 1.0, {}), Ranked("loop", 1.0, {"l0", "l2"})};
+  PolicyDecision d = ApplyRankingPolicy(request, RankingPolicyOptions{}, ranking);
+  EXPECT_EQ(d.chosen, "alone");
+  EXPECT_EQ(d.reason, "less-at-risk");
+  EXPECT_EQ(Order(ranking), (std::vector<std::string>{"alone", "host", "loop"}));
+  // Not when its prediction is worse, nor when it puts more at risk.
+  ranking.ranked = {Ranked("host", 1.0, {"l0"}), Ranked("alone", 0.99, {}), Ranked("loop", 1.0, {"l0", "l2"})};
+  d = ApplyRankingPolicy(request, RankingPolicyOptions{}, ranking);
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.reason, "host-first");
+  // Off: the host's first stands.
+  RankingPolicyOptions off;
+  off.prefer_less_at_risk = false;
+  ranking.ranked = {Ranked("host", 1.0, {"l0"}), Ranked("alone", 1.0, {})};
+  d = ApplyRankingPolicy(request, off, ranking);
+  EXPECT_EQ(d.chosen, "host");
 }
 
 TEST(RankingPolicyTest, RejectsBadOptions) {

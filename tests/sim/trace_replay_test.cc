@@ -636,6 +636,7 @@ TraceReplayOptions PackingScenario(ScriptedHost* host) {
   options.fabric = "leaf-spine:8:2:2:2";
   options.top_k = 2;
   options.jobs = GradientPair(2, 10000, 30, 0, 1e6);
+  options.own_candidates = 0;  // the host's candidates only (phasor's own: OwnCandidates* below)
   return options;
 }
 

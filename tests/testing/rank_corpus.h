@@ -82,7 +82,8 @@ inline placer::RankRequest ArrivalInstance(uint64_t seed, bool catalogue) {
     r.links.push_back({.id = absl::StrCat("link", l), .capacity_gbps = kCorpusCapacity});
   }
   for (int c = 0; c < 16; ++c) {
-    placer::Candidate cand{.id = absl::StrCat("cand", c), .links = {}, .servers = {}};
+    placer::Candidate cand;  // (not designated: the corpus builds against older placers too)
+    cand.id = absl::StrCat("cand", c);
     for (int l = 0; l < 64; ++l) {
       const std::string link = absl::StrCat("link", l);
       cand.links[r.jobs[2 * l].id][link] = 1.0;
@@ -115,7 +116,8 @@ inline placer::RankRequest ShuffledInstance(uint64_t seed) {
     r.links.push_back({.id = absl::StrCat("link", l), .capacity_gbps = kCorpusCapacity});
   }
   for (int c = 0; c < 16; ++c) {
-    placer::Candidate cand{.id = absl::StrCat("cand", c), .links = {}, .servers = {}};
+    placer::Candidate cand;  // (not designated: the corpus builds against older placers too)
+    cand.id = absl::StrCat("cand", c);
     std::vector<size_t> slots;  // 192 slots: every job three times
     for (size_t j = 0; j < 64; ++j) slots.insert(slots.end(), 3, j);
     // Shuffle until no link gets the same job twice.
@@ -250,15 +252,16 @@ inline void AddRanking(const placer::Ranking& ranking, Digest& digest) {
   }
 }
 
-// The ranking of `request` and the default ranking policy's reordering of
+// The ranking of `request` and the ranking policy's (default: the shipped one) reordering of
 // it, with its decision, as one digest (the decision's candidates, reasons
 // and scores; not its effective scores, which the policy computes as S
 // itself where they are R + (S - R), and no reply carries).
-inline uint64_t RankAndPolicyDigest(const placer::RankRequest& request) {
+inline uint64_t RankAndPolicyDigest(const placer::RankRequest& request,
+                                    const placer::RankingPolicyOptions& policy = placer::RankingPolicyOptions{}) {
   Digest digest;
   placer::Ranking ranking = placer::Rank(request);
   AddRanking(ranking, digest);
-  const placer::PolicyDecision decision = placer::ApplyRankingPolicy(request, placer::RankingPolicyOptions{}, ranking);
+  const placer::PolicyDecision decision = placer::ApplyRankingPolicy(request, policy, ranking);
   AddRanking(ranking, digest);
   for (const std::string& s : {decision.host_first, decision.chosen, decision.reason, decision.score_best,
                                decision.blocked}) {

@@ -17,7 +17,7 @@
 #include "integrations/slurm/hook_client.h"
 #include "integrations/slurm/hook_server.h"
 #include "integrations/slurm/node_server.h"
-#include "integrations/slurm/tree_candidates.h"
+#include "placer/candidates.h"
 #include "nlohmann/json.hpp"
 #include "protocol/curve_keys.h"
 #include "tests/daemon/daemon_harness.h"
@@ -510,7 +510,7 @@ TEST_F(ControllerTest, KeepPackingSendsNoCandidateThatBreaksAnIdleLeaf) {
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_THAT(p->nodes, ElementsAre("n02"));
     const size_t all =
-        EnumerateTreeCandidates(*topology::ParseSlurmTopology(kTopology), {"n02", "n03", "n04"}, 1, 8)->size();
+        placer::LeafCandidates(*topology::ParseSlurmTopology(kTopology), {"n02", "n03", "n04"}, 1, 8)->size();
     ASSERT_EQ(all, 2u);
     if (keep) {
       EXPECT_EQ(p->candidates, 1u);

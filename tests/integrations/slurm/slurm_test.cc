@@ -16,7 +16,7 @@
 #include "integrations/slurm/node_config.h"
 #include "integrations/slurm/slurm_commands.h"
 #include "integrations/slurm/slurm_state.h"
-#include "integrations/slurm/tree_candidates.h"
+#include "placer/candidates.h"
 #include "tests/daemon/daemon_harness.h"
 #include "topology/slurm_import.h"
 
@@ -26,59 +26,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
-
-constexpr const char* kTopology =
-    "SwitchName=tor1 Nodes=n[01-04]\nSwitchName=tor2 Nodes=n[05-08]\nSwitchName=spine Switches=tor[1-2]\n";
-
-topology::Topology Fabric() { return *topology::ParseSlurmTopology(kTopology); }
-
-std::vector<std::vector<std::string>> Nodes(const std::vector<NodeSet>& sets) {
-  std::vector<std::vector<std::string>> out;
-  for (const NodeSet& s : sets) out.push_back(s.nodes);
-  return out;
-}
-
-TEST(TreeCandidatesTest, SingleLeavesBestFitFirstThenSpanningFewestLeaves) {
-  const topology::Topology fabric = Fabric();
-  // tor1 has n04 free, tor2 has n05..n07.
-  absl::StatusOr<std::vector<NodeSet>> one = EnumerateTreeCandidates(fabric, {"n04", "n05", "n06", "n07"}, 1, 8);
-  ASSERT_TRUE(one.ok());
-  EXPECT_THAT(Nodes(*one), ElementsAre(ElementsAre("n04"), ElementsAre("n05")));
-  absl::StatusOr<std::vector<NodeSet>> two = EnumerateTreeCandidates(fabric, {"n04", "n05", "n06", "n07"}, 2, 8);
-  ASSERT_TRUE(two.ok());
-  EXPECT_THAT(Nodes(*two), ElementsAre(ElementsAre("n05", "n06"), ElementsAre("n04", "n05")));
-  EXPECT_EQ((*two)[0].leaves, 1u);
-  EXPECT_EQ((*two)[1].leaves, 2u);
-  absl::StatusOr<std::vector<NodeSet>> four = EnumerateTreeCandidates(fabric, {"n04", "n05", "n06", "n07"}, 4, 8);
-  ASSERT_TRUE(four.ok());
-  EXPECT_THAT(Nodes(*four), ElementsAre(ElementsAre("n04", "n05", "n06", "n07")));
-  // Best fit: the leaf with fewer free nodes comes first.
-  absl::StatusOr<std::vector<NodeSet>> fit =
-      EnumerateTreeCandidates(fabric, {"n01", "n02", "n03", "n04", "n07", "n08"}, 2, 1);
-  ASSERT_TRUE(fit.ok());
-  EXPECT_THAT(Nodes(*fit), ElementsAre(ElementsAre("n07", "n08")));
-}
-
-TEST(TreeCandidatesTest, OnlyTheNodesTheJobMayUse) {
-  const topology::Topology fabric = Fabric();
-  // Free everywhere, but the job may use n02, n03 and n06 only (its
-  // partition and constraint): topology/tree's best fit is among those.
-  absl::StatusOr<std::vector<NodeSet>> sets = EnumerateTreeCandidates(
-      fabric, {"n01", "n02", "n03", "n04", "n05", "n06"}, {"n02", "n03", "n06", "n99"}, 2, 8);
-  ASSERT_TRUE(sets.ok()) << sets.status().message();
-  EXPECT_THAT(Nodes(*sets), ElementsAre(ElementsAre("n02", "n03"), ElementsAre("n02", "n06")));
-  EXPECT_EQ(EnumerateTreeCandidates(fabric, {"n01", "n02"}, {"n02", "n05"}, 2, 8).status().message(),
-            "1 free nodes, the job needs 2");
-}
-
-TEST(TreeCandidatesTest, TooFewFreeNodesAndBadArguments) {
-  const topology::Topology fabric = Fabric();
-  absl::Status s = EnumerateTreeCandidates(fabric, {"n01", "zz"}, 2, 8).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(s.message(), "1 free nodes, the job needs 2");
-  EXPECT_EQ(EnumerateTreeCandidates(fabric, {"n01"}, 0, 8).status().message(), "count: must be at least 1");
-  EXPECT_EQ(EnumerateTreeCandidates(fabric, {"n01"}, 1, 0).status().message(), "max_candidates: must be at least 1");
-}
 
 TEST(SlurmStateTest, ParsesSinfoOncePerNodeWithAllItsPartitions) {
   absl::StatusOr<std::vector<SlurmNode>> nodes = ParseSinfoJson(

@@ -43,7 +43,7 @@ void ProfileUpdatePayload(const uint8_t* data, size_t size) {
   for (const char* id : {"a", "b"}) {
     request.jobs.push_back({.id = id, .profile = phasor::protocol::ProfileFromUpdate(update), .pinned_shift_us = {}});
   }
-  request.candidates.push_back({.id = "c", .links = {{"a", {{"l", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}});
+  request.candidates.push_back({.id = "c", .links = {{"a", {{"l", 1.0}}}, {"b", {{"l", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   phasor::placer::fuzz::RankAndCheck(request);
 }
 
