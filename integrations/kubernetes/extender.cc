@@ -172,9 +172,15 @@ std::vector<Extender::Offered> Extender::OfferedNodes(const ExtenderArgs& args) 
 void Extender::TrackLocked(const Pod& pod, const PodJob& job) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   const int64_t now = clock_();
+  absl::StatusOr<std::optional<uint32_t>> rank = RankIndexOfPod(pod, options_.groups, job.pods);
+  if (!rank.ok()) {
+    spdlog::warn("phasor-k8s-extender: pod {}/{}: {} (steered as a pod without a rank)", pod.namespace_, pod.name,
+                 std::string(rank.status().message()));
+  }
+  const std::optional<uint32_t> r = rank.ok() ? *rank : std::nullopt;
   auto it = pods_.find(key);
   if (it != pods_.end()) {
-    it->second = {job.key, job.pods, now};
+    it->second = {job.key, job.pods, now, r};
     return;
   }
   if (pods_.size() >= options_.max_tracked_pods) {
@@ -182,7 +188,17 @@ void Extender::TrackLocked(const Pod& pod, const PodJob& job) {
                                    [](const auto& a, const auto& b) { return a.second.seen_ms < b.second.seen_ms; });
     pods_.erase(oldest);
   }
-  pods_[key] = {job.key, job.pods, now};
+  pods_[key] = {job.key, job.pods, now, r};
+}
+
+Extender::Steer Extender::SteerOfPlanLocked(const JobPlan& plan, const std::string& pod_key) const {
+  Steer steer{plan.job, OpenNodes(plan), std::nullopt};
+  auto pod = pods_.find(pod_key);
+  if (pod != pods_.end() && pod->second.rank && *pod->second.rank < plan.nodes.size() &&
+      steer.open.contains(plan.nodes[*pod->second.rank])) {
+    steer.node = plan.nodes[*pod->second.rank];
+  }
+  return steer;
 }
 
 void Extender::ExpireLocked() {
@@ -308,6 +324,8 @@ absl::StatusOr<Extender::PlanInputs> Extender::PlanInputsLocked(const Pod& pod, 
   in.job = job;
   in.proposals = std::move(proposals);
   in.profile = *std::move(profile);
+  in.free_servers.reserve(free.size());
+  for (const auto& [index, o] : free) in.free_servers.push_back(o->server);
   return in;
 }
 
@@ -333,6 +351,8 @@ absl::StatusOr<JobPlan> Extender::RankPlan(const PlanInputs& in, client::Client&
     c.servers[in.job.key] = in.proposals[i];
     plan.request.candidates.push_back(std::move(c));
   }
+  // phasord may propose its own candidates among the free servers.
+  plan.request.free_servers = in.free_servers;
   v1::RankRequest wire = protocol::ToProto(plan.request);
   if (plan.profile_from_phasord) {
     for (v1::Job& j : *wire.mutable_jobs()) {
@@ -350,7 +370,38 @@ absl::StatusOr<JobPlan> Extender::RankPlan(const PlanInputs& in, client::Client&
                      reply->rejected_size() > 0 ? absl::StrCat(" (", reply->rejected(0).reason(), ")") : ""));
   }
   plan.ranking_id = reply->ranking_id();
-  plan.candidate = reply->ranked(0).candidate();
+  const v1::RankedCandidate& best = reply->ranked(0);
+  plan.candidate = best.candidate();
+  // The ring order phasord chose for the job (its own candidate's servers);
+  // the plan's nodes follow it, and a pod with rank i is steered to the i-th.
+  auto order = best.rank_order().find(in.job.key);
+  std::vector<std::string> ring;
+  if (order != best.rank_order().end()) ring.assign(order->second.servers().begin(), order->second.servers().end());
+  auto chosen = std::find_if(plan.request.candidates.begin(), plan.request.candidates.end(),
+                             [&](const placer::Candidate& c) { return c.id == plan.candidate; });
+  if (chosen == plan.request.candidates.end()) {
+    if (!best.proposed_by_phasor() || ring.size() != in.job.pods) {
+      return absl::InternalError(absl::StrCat("job ", in.job.key, ": phasord ranked first a candidate '",
+                                              plan.candidate, "' that was not proposed, without its servers"));
+    }
+    placer::Candidate own;
+    own.id = plan.candidate;
+    own.proposed_by_phasor = true;
+    plan.request.candidates.push_back(std::move(own));
+    chosen = std::prev(plan.request.candidates.end());
+  }
+  if (ring.size() == in.job.pods) {
+    // The same servers in the ring's order (the long form ranks as phasord did).
+    std::vector<std::string>& servers = chosen->servers[in.job.key];
+    std::vector<std::string> a = servers, b = ring;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    if (servers.empty() || a == b) servers = ring;
+  }
+  // The plan is kept in the order phasord routed: re-ranked, it ranks the same.
+  plan.request.options.ring_order = placer::RingOrderMode::kHost;
+  plan.request.options.own_candidates = 0;
+  plan.request.free_servers.clear();
   // The plan keeps the long form (`phasor rank` input, the re-rank of a
   // commit): every candidate with the running jobs' shares, as ranked.
   placer::MoveRunningIntoCandidates(plan.request);
@@ -374,7 +425,8 @@ std::optional<Extender::Steer> Extender::SteerFor(const Pod& pod, const std::vec
   while (planning_.contains(key)) {
     if (planned_.wait_until(lock, give_up) == std::cv_status::timeout && planning_.contains(key)) return std::nullopt;
   }
-  if (auto it = plans_.find(key); it != plans_.end()) return Steer{key, OpenNodes(it->second)};
+  const std::string pod_key = PodKey(pod.uid, pod.namespace_, pod.name);
+  if (auto it = plans_.find(key); it != plans_.end()) return SteerOfPlanLocked(it->second, pod_key);
   if (failed_until_ms_.contains(key) || committed_.contains(key)) return std::nullopt;
   if (plans_.size() >= options_.max_plans) {
     ++stats_.plans_refused;
@@ -422,7 +474,7 @@ std::optional<Extender::Steer> Extender::SteerFor(const Pod& pod, const std::vec
   spdlog::info("phasor-k8s-extender: job {} planned on {} (ranking {}, {})", key, absl::StrJoin(plan->nodes, ","),
                plan->ranking_id, plan->candidate);
   JobPlan& stored = plans_[key] = *std::move(plan);
-  return Steer{key, OpenNodes(stored)};
+  return SteerOfPlanLocked(stored, pod_key);
 }
 
 ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
@@ -434,11 +486,16 @@ ExtenderFilterResult Extender::Filter(const ExtenderArgs& args) {
   }
   std::set<std::string> keep;
   if (steer && options_.filter_to_plan) {
+    // The node of the pod's rank when it is offered, else the plan's open ones.
+    auto ranked = [&](const std::string& n) { return steer->node && n == *steer->node; };
     auto offered = [&](const std::string& n) { return steer->open.contains(n); };
-    if (args.node_names) {
-      for (const std::string& n : *args.node_names) if (offered(n)) keep.insert(n);
-    } else {
-      for (const Node& n : args.nodes->items) if (offered(n.name)) keep.insert(n.name);
+    for (auto test : {std::function<bool(const std::string&)>(ranked), std::function<bool(const std::string&)>(offered)}) {
+      if (args.node_names) {
+        for (const std::string& n : *args.node_names) if (test(n)) keep.insert(n);
+      } else {
+        for (const Node& n : args.nodes->items) if (test(n.name)) keep.insert(n.name);
+      }
+      if (!keep.empty()) break;
     }
   }
   // Without a plan to honour (or none of its nodes offered), every node passes.
@@ -477,7 +534,14 @@ HostPriorityList Extender::Prioritize(const ExtenderArgs& args) {
   HostPriorityList out;
   out.reserve(offered.size());
   for (const Offered& o : offered) {
-    out.push_back({o.node, steer && steer->open.contains(o.node) ? kMaxExtenderPriority : kMinExtenderPriority});
+    // The node of the pod's rank first, the plan's other open nodes next.
+    int64_t score = kMinExtenderPriority;
+    if (steer && steer->node == o.node) {
+      score = kMaxExtenderPriority;
+    } else if (steer && steer->open.contains(o.node)) {
+      score = steer->node ? kMaxExtenderPriority / 2 : kMaxExtenderPriority;
+    }
+    out.push_back({o.node, score});
   }
   return out;
 }
@@ -513,6 +577,9 @@ void Extender::RecordPlacedLocked(const std::string& job, const std::string& pod
   auto plan = plans_.find(job);
   if (plan == plans_.end()) return;
   plan->second.bound[pod_key] = node;
+  if (auto pod = pods_.find(pod_key); pod != pods_.end() && pod->second.rank) {
+    plan->second.bound_rank[pod_key] = *pod->second.rank;
+  }
   if (plan->second.bound.size() < plan->second.pods) return;
   Task commit;
   commit.kind = Task::kCommit;
@@ -643,6 +710,7 @@ absl::Status Extender::CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id,
   if (!phasord.ok()) return phasord.status();
   placer::RankRequest request;
   request.options = plan.request.options;
+  request.options.own_candidates = 0;
   absl::StatusOr<v1::Snapshot> snapshot = (*phasord)->GetSnapshot();
   if (!snapshot.ok()) return snapshot.status();
   absl::StatusOr<std::vector<client::RunningJob>> running = client::RunningJobsOfSnapshot(*snapshot, request.links);
@@ -661,14 +729,26 @@ absl::Status Extender::CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id,
   placer::Candidate real;
   real.id = "bound";
   std::vector<std::string>& servers = real.servers[plan.job];
-  // Plan order first for the nodes that were planned, then the others.
-  for (const std::string& n : plan.nodes) {
-    if (bound_nodes.contains(n)) servers.push_back(server_by_node.contains(n) ? server_by_node[n] : n);
-  }
-  for (const std::string& n : bound_nodes) {
-    if (std::find(plan.nodes.begin(), plan.nodes.end(), n) != plan.nodes.end()) continue;
+  auto server_of = [&](const std::string& n) {
     auto s = server_by_node.find(n);
-    servers.push_back(s != server_by_node.end() ? s->second : n);
+    return s != server_by_node.end() ? s->second : n;
+  };
+  std::map<uint32_t, std::string> by_rank;  // when every pod carries its rank
+  for (const auto& [pod, rank] : plan.bound_rank) by_rank[rank] = plan.bound.at(pod);
+  if (!plan.bound.empty() && by_rank.size() == plan.bound.size()) {
+    // The ring is the pods' ranks, as the job runs it.
+    for (const auto& [rank, node] : by_rank) servers.push_back(server_of(node));
+    request.options.ring_order = placer::RingOrderMode::kHost;
+  } else {
+    // Plan order first for the nodes that were planned, then the others;
+    // phasor orders the ring (the agents learn it from the placement).
+    for (const std::string& n : plan.nodes) {
+      if (bound_nodes.contains(n)) servers.push_back(server_of(n));
+    }
+    for (const std::string& n : bound_nodes) {
+      if (std::find(plan.nodes.begin(), plan.nodes.end(), n) == plan.nodes.end()) servers.push_back(server_of(n));
+    }
+    request.options.ring_order = options_.rank.ring_order;
   }
   request.candidates = {real};
   v1::RankRequest wire = protocol::ToProto(request);
@@ -701,7 +781,12 @@ void Extender::CommitTask(JobPlan plan) {
   std::string candidate = plan.candidate;
   absl::Status status = absl::FailedPreconditionError("not on the plan");
   bool replanned = false;
-  if (bound_nodes == planned) {
+  // Pods that carry a rank must sit at their place in the ring as well.
+  bool in_ring_order = true;
+  for (const auto& [pod, rank] : plan.bound_rank) {
+    in_ring_order = in_ring_order && rank < plan.nodes.size() && plan.bound.at(pod) == plan.nodes[rank];
+  }
+  if (bound_nodes == planned && in_ring_order) {
     absl::StatusOr<std::unique_ptr<client::Client>> phasord = Connect(options_.lifecycle_timeout_ms);
     status = phasord.ok() ? (*phasord)->Commit(ranking_id, candidate).status() : phasord.status();
   }

@@ -162,6 +162,7 @@ struct JobPlan {
   uint32_t pods = 0;      // the job's size
   std::vector<std::string> nodes;            // node names, the ring's order
   std::map<std::string, std::string> bound;  // pod uid (or namespace/name) -> node
+  std::map<std::string, uint32_t> bound_rank;  // pod -> its rank in the job, for the pods that carry one
   int64_t created_ms = 0;
   // The request as ranked (server form), in the long form `phasor rank`
   // takes: every candidate carries the running jobs' link shares. phasord got
@@ -238,6 +239,7 @@ class Extender {
     std::string job;
     uint32_t pods = 0;
     int64_t seen_ms = 0;
+    std::optional<uint32_t> rank;  // its rank in the job (pod_group.h RankIndexOfPod)
   };
   // An offered node and the fabric server it maps to.
   struct Offered {
@@ -249,11 +251,15 @@ class Extender {
     PodJob job;
     std::vector<std::vector<std::string>> proposals;  // server lists
     std::optional<placer::TrafficProfile> profile;    // nullopt: phasord's
+    std::vector<std::string> free_servers;            // every free offered server (phasord's own candidates)
   };
   // What a scheduler call answers from: the plan's nodes not yet taken.
   struct Steer {
     std::string job;
     std::set<std::string> open;
+    // The node of the pod's rank in the plan's ring order, when the pod
+    // carries a rank and that node is still open: the pod goes there.
+    std::optional<std::string> node;
   };
   // A committed job: its pods (uid or namespace/name).
   struct CommittedJob {
@@ -281,6 +287,8 @@ class Extender {
                                                                  uint32_t server_gpus) const;
   void ExpireLocked();
   void TrackLocked(const Pod& pod, const PodJob& job);
+  // What the pod keyed `pod_key` is steered to by `plan`.
+  Steer SteerOfPlanLocked(const JobPlan& plan, const std::string& pod_key) const;
   // A pod of `job` is on `node`: records it in the job's plan, and queues the
   // commit when every pod of the job is placed.
   void RecordPlacedLocked(const std::string& job, const std::string& pod_key, const std::string& node);

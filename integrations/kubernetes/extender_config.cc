@@ -69,6 +69,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(const std::string& yaml_text)
       {"job_size_annotation", [&](const std::string& k) { return Read(doc, k, e.groups.size_annotation); }},
       {"min_member_annotation", [&](const std::string& k) { return Read(doc, k, e.groups.min_member_annotation); }},
       {"max_job_pods", [&](const std::string& k) { return Read(doc, k, e.groups.max_job_pods); }},
+      {"rank_index_keys", [&](const std::string& k) { return Read(doc, k, e.groups.rank_index_keys); }},
       {"profile_annotation", [&](const std::string& k) { return Read(doc, k, e.profile_annotation); }},
       {"model_annotation", [&](const std::string& k) { return Read(doc, k, e.model_annotation); }},
       {"gpus_annotation", [&](const std::string& k) { return Read(doc, k, e.gpus_annotation); }},

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "integrations/kubernetes/extender_types.h"
@@ -31,6 +32,12 @@ struct PodGroupOptions {
   std::string min_member_annotation = "scheduling.x-k8s.io/min-member";
   // Jobs larger than this are refused (InvalidArgument).
   uint32_t max_job_pods = 4096;
+  // Where a pod's rank in its job is read (the first key the pod carries, as
+  // a label or else an annotation): phasor's own, an Indexed Job's completion
+  // index, a StatefulSet's ordinal. The training job must use the same number
+  // as its rank (torchrun's --node-rank, JOB_COMPLETION_INDEX).
+  std::vector<std::string> rank_index_keys = {"phasor.io/rank", "batch.kubernetes.io/job-completion-index",
+                                              "apps.kubernetes.io/pod-index"};
 };
 
 struct PodJob {
@@ -43,6 +50,13 @@ struct PodJob {
 // when the pod names a group but no size, or a size that is not a whole
 // number in 1..max_job_pods.
 absl::StatusOr<std::optional<PodJob>> JobOfPod(const Pod& pod, const PodGroupOptions& options);
+
+// The pod's rank in its job (0-based) from the first of
+// `options.rank_index_keys` it carries; nullopt when it carries none.
+// InvalidArgument naming the label or annotation when the value is not a
+// whole number below `job_pods`.
+absl::StatusOr<std::optional<uint32_t>> RankIndexOfPod(const Pod& pod, const PodGroupOptions& options,
+                                                       uint32_t job_pods);
 
 // The job's id ("<namespace>/<group>") of a pod that names a group, whatever
 // its size annotations say; nullopt for a pod outside any group. (A finished

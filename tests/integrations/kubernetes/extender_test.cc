@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -354,6 +355,106 @@ TEST(ExtenderE2eTest, PodsThatLandElsewhereAreCommittedWhereTheyLanded) {
   EXPECT_TRUE(links.contains("s7->leaf2"));
   EXPECT_TRUE(links.contains("leaf4->s13"));
   EXPECT_FALSE(links.contains("s1->leaf1"));
+}
+
+// A six-pod Indexed Job (each pod labelled with its completion index) that
+// no leaf holds: its plan spans two leaves, in the ring order phasor chose
+// (each leaf's servers together), and every pod, scheduled in a scrambled
+// order, lands at its own rank's place in that ring; the commit is the plan's,
+// and phasord holds the servers in rank order.
+TEST(ExtenderE2eTest, PodsWithRanksGoToTheirPlaceInTheRing) {
+  DaemonHarness phasord(TweakPhasord);
+  ASSERT_TRUE(phasord.Start());
+  CommitRunningJob(phasord);
+  FakeApiServer api(kApiPort + 2);
+  ApiServerOptions ao;
+  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 2);
+  ao.token_file = "";
+  auto extender = Extender::Create(Options(phasord), *MakeApiServerBinder(ao));
+  ASSERT_TRUE(extender.ok()) << extender.status();
+  HttpServerOptions ho;
+  ho.host = "127.0.0.1";
+  ho.port = kExtenderPort + 5;
+  auto server = ExtenderHttpServer::Start(extender->get(), ho);
+  ASSERT_TRUE(server.ok()) << server.status();
+  SchedulerHarness scheduler(kExtenderPort + 5, /*weight=*/20);
+  std::set<std::string> occupied = {"s1", "s5"};
+  auto pod = [](int index) {
+    json p = PodJson("ml", "r-" + std::to_string(index), "r", 6, SquareProfile());
+    p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+    return p;
+  };
+  std::map<int, std::string> landed;
+  std::vector<std::string> ring;
+  for (int index : {4, 1, 5, 0, 3, 2}) {
+    if (landed.size() == 5) {
+      std::optional<JobPlan> plan = (*extender)->PlanOf("ml/r");
+      ASSERT_TRUE(plan.has_value());
+      ring = plan->nodes;
+    }
+    const std::string node = scheduler.Schedule(pod(index), occupied);
+    ASSERT_FALSE(node.empty()) << "pod " << index;
+    occupied.insert(node);
+    landed[index] = node;
+  }
+  ASSERT_EQ(ring.size(), 6u);
+  for (const auto& [index, node] : landed) EXPECT_EQ(node, ring[index]) << "pod " << index;
+  // The ring crosses each leaf boundary once: a leaf's servers are together.
+  auto leaf = [](const std::string& s) { return (std::stoi(s.substr(1)) - 1) / 4; };
+  int boundaries = 0;
+  for (size_t i = 1; i < ring.size(); ++i) boundaries += leaf(ring[i]) != leaf(ring[i - 1]);
+  EXPECT_EQ(boundaries, 1) << absl::StrJoin(ring, ",");
+  ASSERT_TRUE((*extender)->WaitIdle(20000));
+  EXPECT_EQ((*extender)->stats().commits, 1u);
+  EXPECT_EQ((*extender)->stats().commits_replanned, 0u);
+  client::ClientOptions co;
+  co.endpoint = phasord.options().request_endpoint;
+  auto c = client::Client::Connect(co);
+  auto snapshot = (*c)->GetSnapshot();
+  ASSERT_TRUE(snapshot.ok());
+  bool found = false;
+  for (const auto& cand : snapshot->placement().candidates()) {
+    auto it = cand.servers().find("ml/r");
+    if (it == cand.servers().end()) continue;
+    found = true;
+    EXPECT_EQ(std::vector<std::string>(it->second.servers().begin(), it->second.servers().end()), ring);
+  }
+  EXPECT_TRUE(found);
+}
+
+// Pods that carry a rank but landed off it (the scheduler's other scores
+// won): the commit is re-ranked with the pods' own ring (their ranks), not
+// the plan's.
+TEST(ExtenderE2eTest, RankedPodsOffThePlanAreCommittedInTheirRanksOrder) {
+  DaemonHarness phasord(TweakPhasord);
+  ASSERT_TRUE(phasord.Start());
+  FakeApiServer api(kApiPort + 3);
+  ApiServerOptions ao;
+  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 3);
+  ao.token_file = "";
+  auto extender = Extender::Create(Options(phasord), *MakeApiServerBinder(ao));
+  ASSERT_TRUE(extender.ok()) << extender.status();
+  ExtenderArgs args;
+  args.node_names = AllNodes();
+  const std::vector<std::pair<int, std::string>> binds = {{1, "s9"}, {0, "s2"}};
+  for (const auto& [index, node] : binds) {
+    json p = PodJson("ml", "y-" + std::to_string(index), "y", 2, SquareProfile());
+    p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] = std::to_string(index);
+    args.pod = *PodFromJson(p, "Pod");
+    (*extender)->Prioritize(args);
+    const std::string name = "y-" + std::to_string(index);
+    EXPECT_EQ((*extender)->Bind({name, "ml", "ml-" + name + "-uid", node}).error, "");
+  }
+  ASSERT_TRUE((*extender)->WaitIdle(20000));
+  EXPECT_EQ((*extender)->stats().commits_replanned, 1u);
+  client::ClientOptions co;
+  co.endpoint = phasord.options().request_endpoint;
+  auto c = client::Client::Connect(co);
+  auto snapshot = (*c)->GetSnapshot();
+  ASSERT_TRUE(snapshot.ok());
+  ASSERT_EQ(snapshot->placement().candidates_size(), 1);
+  const auto& servers = snapshot->placement().candidates(0).servers().at("ml/y").servers();
+  EXPECT_EQ(std::vector<std::string>(servers.begin(), servers.end()), (std::vector<std::string>{"s2", "s9"}));
 }
 
 TEST(ExtenderE2eTest, FailsOpenWithPhasordStopped) {

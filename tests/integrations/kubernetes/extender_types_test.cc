@@ -220,5 +220,28 @@ TEST(PodGroupTest, BadSizesNameTheAnnotation) {
   }
 }
 
+TEST(PodGroupTest, APodsRankIsItsFirstRankKeyLabelThenAnnotation) {
+  PodGroupOptions o;
+  // None: no rank.
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({}, {}), o, 4), std::nullopt);
+  // An Indexed Job's completion index, as a label or as an annotation.
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({{"batch.kubernetes.io/job-completion-index", "3"}}, {}), o, 4), 3u);
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({}, {{"batch.kubernetes.io/job-completion-index", "0"}}), o, 4), 0u);
+  // A StatefulSet's ordinal; phasor's own key goes before the others.
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({{"apps.kubernetes.io/pod-index", "2"}}, {}), o, 4), 2u);
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({{"apps.kubernetes.io/pod-index", "2"}}, {{"phasor.io/rank", "1"}}), o, 4), 1u);
+  // Configured keys only.
+  o.rank_index_keys = {"training.kubeflow.org/replica-index"};
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({{"apps.kubernetes.io/pod-index", "2"}}, {}), o, 4), std::nullopt);
+  EXPECT_EQ(*RankIndexOfPod(GroupPod({{"training.kubeflow.org/replica-index", "2"}}, {}), o, 4), 2u);
+  // Bad values name where they were read.
+  o = PodGroupOptions{};
+  for (const std::string bad : {"4", "-1", "one", "", "1 "}) {
+    EXPECT_EQ(RankIndexOfPod(GroupPod({{"batch.kubernetes.io/job-completion-index", bad}}, {}), o, 4).status().message(),
+              "metadata.labels[batch.kubernetes.io/job-completion-index]: the pod's rank must be a whole number in "
+              "0..3 (the job has 4 pods), got '" + bad + "'");
+  }
+}
+
 }  // namespace
 }  // namespace phasor::kubernetes
