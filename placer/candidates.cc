@@ -4,6 +4,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -284,6 +285,13 @@ std::vector<Candidate> OwnCandidates(const topology::Topology& fabric, const Can
   return out;
 }
 
+std::map<std::string, std::vector<std::string>> PlacementKey(
+    const std::map<std::string, std::vector<std::string>>& servers) {
+  std::map<std::string, std::vector<std::string>> key = servers;
+  for (auto& [job, list] : key) std::sort(list.begin(), list.end());
+  return key;
+}
+
 void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& router,
                       RankRequest& request) {
   if (request.free_servers.empty() || request.options.own_candidates == 0 ||
@@ -300,10 +308,16 @@ void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& 
   std::vector<Candidate> own =
       OwnCandidates(fabric, request.candidates.front(), request.free_servers,
                     RunningLoad(fabric, request, routed), options);
-  // Ids the host did not use.
+  // Ids the host did not use; a placement the host proposed already (the
+  // same servers for every job, in any order) is not proposed again.
   std::set<std::string> taken;
-  for (const Candidate& c : request.candidates) taken.insert(c.id);
+  std::set<std::map<std::string, std::vector<std::string>>> proposed;
+  for (const Candidate& c : request.candidates) {
+    taken.insert(c.id);
+    if (!c.servers.empty()) proposed.insert(PlacementKey(c.servers));
+  }
   for (Candidate& c : own) {
+    if (!proposed.insert(PlacementKey(c.servers)).second) continue;
     while (taken.contains(c.id)) c.id += "'";
     taken.insert(c.id);
     request.candidates.push_back(std::move(c));

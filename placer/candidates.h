@@ -93,11 +93,17 @@ std::vector<Candidate> OwnCandidates(const topology::Topology& fabric, const Can
                                      const std::vector<double>& running_load,
                                      const OwnCandidateOptions& options);
 
+// A placement in server form as a set per job (its servers sorted): two
+// candidates with equal keys place every job on the same servers.
+std::map<std::string, std::vector<std::string>> PlacementKey(
+    const std::map<std::string, std::vector<std::string>>& servers);
+
 // For a request with free_servers whose first candidate (the host's) gives
 // servers: appends OwnCandidates for its jobs (request.options.own_candidates
 // of them; the running part's load from request.running, its servers routed
 // on `router`), ids made unique against the host's. Nothing without
-// free_servers, with own_candidates 0 or when the first candidate gives links.
+// free_servers, with own_candidates 0 or when the first candidate gives links;
+// none that repeats a placement already proposed (same servers per job).
 void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& router,
                       RankRequest& request);
 

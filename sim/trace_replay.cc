@@ -508,8 +508,14 @@ class Replayer {
       own_options.count = options_.own_candidates;
       std::vector<placer::Candidate> own =
           placer::OwnCandidates(topo_, candidates->front(), free_servers, running_load, own_options);
-      report_.own_proposed += own.size();
-      for (placer::Candidate& c : own) candidates->push_back(std::move(c));
+      // None that repeats a placement the host proposed.
+      std::set<std::map<std::string, std::vector<std::string>>> proposed;
+      for (const CandidateAllocation& c : *candidates) proposed.insert(placer::PlacementKey(c.servers));
+      for (placer::Candidate& c : own) {
+        if (!proposed.insert(placer::PlacementKey(c.servers)).second) continue;
+        ++report_.own_proposed;
+        candidates->push_back(std::move(c));
+      }
     }
     if (options_.plugin && options_.ranking_policy.keep_packing && candidates->size() > 1) {
       // No candidate may leave fewer whole free servers or racks than the

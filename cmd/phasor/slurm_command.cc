@@ -18,6 +18,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cmd/phasor/commands.h"
 #include "integrations/client/client.h"
 #include "integrations/slurm/controller.h"
@@ -163,6 +165,25 @@ std::optional<std::map<std::string, std::string>> AskOrSay(const std::string& op
   return *fields;
 }
 
+bool ShellSafe(const std::string& v) {
+  if (v.empty()) return false;
+  for (char c : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/:._-+*@[]").find(c) != std::string_view::npos)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A ring of node names ("n01,n02"): each name safe in a shell, 64 KiB at most.
+bool RingSafe(const std::string& ring) {
+  if (ring.empty() || ring.size() >= 65536) return false;
+  for (absl::string_view node : absl::StrSplit(ring, ',')) {
+    if (!ShellSafe(std::string(node))) return false;
+  }
+  return true;
+}
+
 // Prolog and Epilog must never fail the job's node (a failing Prolog drains
 // it): problems are printed on stderr (slurmd's log) and the status is 0.
 void RunProlog(const std::string& config_path) {
@@ -180,13 +201,20 @@ void RunProlog(const std::string& config_path) {
   }
   std::optional<slurm::NodeConfig> config = LoadNodeConfigOrSay("prolog", config_path);
   if (!config) return;
-  if (!AskOrSay("prolog", job, *config, request)) return;  // not committed: no mark, the tasks do not wait
-  // Committed: mark the job for the TaskProlog (which runs as the job's user).
+  std::optional<std::map<std::string, std::string>> reply = AskOrSay("prolog", job, *config, request);
+  if (!reply) return;  // not committed: no mark, the tasks do not wait
+  // Committed: mark the job for the TaskProlog (which runs as the job's
+  // user), with the job's nodes in its ring's order.
   std::error_code ec;
   std::filesystem::create_directories(config->jobs_dir, ec);
   ::chmod(config->jobs_dir.c_str(), 0755);
   const std::string mark = config->jobs_dir + "/" + job;
-  std::ofstream(mark) << "committed\n";
+  std::ofstream out(mark);
+  out << "committed\n";
+  if (auto ring = reply->find("ring"); ring != reply->end() && RingSafe(ring->second)) {
+    out << "ring=" << ring->second << "\n";
+  }
+  out.close();
   ::chmod(mark.c_str(), 0644);
 }
 
@@ -206,15 +234,6 @@ void RunEpilog(const std::string& config_path) {
   std::filesystem::remove(config->jobs_dir + "/" + job, ec);
 }
 
-bool ShellSafe(const std::string& v) {
-  if (v.empty()) return false;
-  for (char c : v) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/:._-+*@[]").find(c) != std::string_view::npos)) {
-      return false;
-    }
-  }
-  return true;
-}
 
 struct OffsetExports {
   std::string job;
@@ -224,6 +243,8 @@ struct OffsetExports {
   int fail_open_ms = 2000;
   std::string server_key;   // phasord's public key file ("" plain)
   std::string client_keys;  // the agent's key pair prefix
+  std::vector<std::string> ring;  // the job's nodes in its ring's order (the Prolog's mark)
+  int node_rank = -1;             // this node's place in it (-1: not in it)
 };
 
 // The TaskProlog's lines: Slurm puts each "export NAME=value" into every
@@ -237,6 +258,10 @@ void PrintOffsetExports(const OffsetExports& e, const v1::OffsetUpdate& offset) 
   if (!e.server_key.empty()) {
     std::cout << "export PHASOR_SERVER_KEY=" << e.server_key << "\n"
               << "export PHASOR_CLIENT_KEY=" << e.client_keys << "\n";
+  }
+  if (!e.ring.empty()) {
+    std::cout << "export PHASOR_RING_NODES=" << absl::StrJoin(e.ring, ",") << "\n";
+    if (e.node_rank >= 0) std::cout << "export PHASOR_NODE_RANK=" << e.node_rank << "\n";
   }
   std::cout << "export PHASOR_ORIGIN_EPOCH_US=" << offset.origin_epoch_us() << "\n"
             << "export PHASOR_PERIOD_US=" << offset.period_us() << "\n"
@@ -265,9 +290,21 @@ void RunTaskProlog(const std::string& config_path) {
     std::cerr << "phasor slurm task-prolog: --config " << config.status().message() << "\n";
     return;
   }
-  if (!std::filesystem::exists(config->jobs_dir + "/" + job)) return;
+  const std::string mark = config->jobs_dir + "/" + job;
+  if (!std::filesystem::exists(mark)) return;
   OffsetExports e{job, config->phasord_request_endpoint, config->phasord_offset_endpoint, config->agent_mode,
-                  config->agent_fail_open_ms, config->phasord_public_key_file, config->agent_key_prefix};
+                  config->agent_fail_open_ms, config->phasord_public_key_file, config->agent_key_prefix, {}, -1};
+  {
+    std::ifstream in(mark);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("ring=", 0) != 0 || !RingSafe(line.substr(5))) continue;
+      e.ring = absl::StrSplit(line.substr(5), ',', absl::SkipEmpty());
+    }
+    const std::string node = SlurmEnv("SLURMD_NODENAME");
+    for (size_t i = 0; i < e.ring.size(); ++i) {
+      if (e.ring[i] == node) e.node_rank = static_cast<int>(i);
+    }
+  }
   for (const std::string* v : {&e.request_endpoint, &e.offset_endpoint, &e.server_key, &e.client_keys}) {
     if (!v->empty() && !ShellSafe(*v)) {
       std::cerr << "phasor slurm task-prolog: '" << *v << "' has characters a shell would read\n";
@@ -322,7 +359,7 @@ void RunOffset(const OffsetFlags& f) {
                 std::string(offset.status().message()));
   }
   PrintOffsetExports({f.job, f.phasord, f.offset_endpoint, f.mode, f.fail_open_ms, f.curve.server_key,
-                      f.curve.client_keys},
+                      f.curve.client_keys, {}, -1},
                      *offset);
 }
 

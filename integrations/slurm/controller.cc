@@ -399,6 +399,17 @@ absl::StatusOr<SlurmController::Ranking> SlurmController::PrepareRanking(const s
     c.servers[self] = (*sets)[i].servers;
     r.request.candidates.push_back(std::move(c));
   }
+  // phasor's own candidates among the free nodes the job may use (its
+  // partition, constraints...): the controller holds the fabric and routes
+  // itself, so they are added here (phasord need not know the fabric).
+  for (const std::string& n : free) {
+    if (!eligible.contains(n)) continue;
+    if (std::optional<topology::NodeIndex> i = fabric_->FindNode(n); i && fabric_->IsServer(*i)) {
+      r.request.free_servers.push_back(n);
+    }
+  }
+  placer::AddOwnCandidates(*fabric_, *router_, r.request);
+  r.request.free_servers.clear();
   // Slurm's own first choice (topology/tree's best fit) keeps its packing:
   // no candidate that leaves fewer idle nodes or idle leaves goes to phasord.
   if (options_.keep_packing) {
@@ -436,10 +447,17 @@ absl::StatusOr<SlurmController::Choice> SlurmController::Rank(Ranking& r, client
     return absl::FailedPreconditionError(absl::StrCat("phasord ranked no candidate: ", why));
   }
   const placer::RankedCandidate& best = ranked->ranking.ranked[0];
+  // The nodes in the ring order phasor chose (its own candidates' servers).
+  auto order = best.rank_order.find(r.self);
   for (const placer::Candidate& c : r.as_servers) {
-    if (c.id == best.candidate) {
-      return Choice{c.servers.at(r.self), best.candidate, best.score, static_cast<uint32_t>(r.as_servers.size())};
-    }
+    if (c.id != best.candidate) continue;
+    const std::vector<std::string>& servers = c.servers.at(r.self);
+    const bool ordered = order != best.rank_order.end() && order->second.size() == servers.size();
+    return Choice{ordered ? order->second : servers, best.candidate, best.score,
+                  static_cast<uint32_t>(r.as_servers.size())};
+  }
+  if (best.proposed_by_phasor && order != best.rank_order.end() && !order->second.empty()) {
+    return Choice{order->second, best.candidate, best.score, static_cast<uint32_t>(r.as_servers.size())};
   }
   return absl::InternalError(absl::StrCat("phasord ranked an unknown candidate '", best.candidate, "'"));
 }
@@ -987,11 +1005,14 @@ absl::Status SlurmController::ReleaseUnreleased() {
 }
 
 absl::Status SlurmController::Start(const std::string& job_id, const std::string& token,
-                                    const std::vector<std::string>& nodes) {
+                                    const std::vector<std::string>& nodes, std::vector<std::string>* ring) {
   if (job_id.empty()) return absl::InvalidArgumentError("job: must not be empty");
   std::unique_lock<std::mutex> lock(mu_);
   started_cv_.wait(lock, [&] { return !starting_.contains(job_id); });
-  if (placed_.contains(job_id)) return absl::OkStatus();
+  if (auto placed = placed_.find(job_id); placed != placed_.end()) {
+    if (ring != nullptr) *ring = placed->second.nodes;
+    return absl::OkStatus();
+  }
   std::string own;
   if (auto t = token_of_.find(job_id); t != token_of_.end()) {
     own = t->second;
@@ -1011,11 +1032,20 @@ absl::Status SlurmController::Start(const std::string& job_id, const std::string
   if (own.empty() || p == proposals_.end()) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, ": phasor gave it no token (or it expired)"));
   }
-  const std::vector<std::string> where = nodes.empty() ? p->second.pin : nodes;
+  std::vector<std::string> where = nodes.empty() ? p->second.pin : nodes;
   if (where.empty()) return absl::InvalidArgumentError("nodelist: the job's nodes are not known");
   const placer::TrafficProfile profile = p->second.profile;
-  const bool on_pin = where == p->second.pin;
+  // Slurm lists the nodes in its own order: on the pin's nodes, the ring is
+  // the pin's (phasor's ring order, as ranked at submission).
+  std::vector<std::string> sorted_where = where, sorted_pin = p->second.pin;
+  std::sort(sorted_where.begin(), sorted_where.end());
+  std::sort(sorted_pin.begin(), sorted_pin.end());
+  const bool on_pin = sorted_where == sorted_pin;
+  if (on_pin) where = p->second.pin;
   placer::RankRequest request;
+  // Elsewhere, phasor orders the ring of the nodes Slurm gave.
+  request.options.ring_order = on_pin ? placer::RingOrderMode::kHost : placer::RingOrderMode::kPhasor;
+  request.options.own_candidates = 0;
   client::AddRunningJobs(RunningJobs(), request, job_id);
   request.jobs.push_back({job_id, profile, std::nullopt});
   placer::Candidate c;
@@ -1043,6 +1073,10 @@ absl::Status SlurmController::Start(const std::string& job_id, const std::string
     status = absl::Status(committed.status().code(), absl::StrCat("phasord: ", committed.status().message()));
   } else {
     offsets.assign(committed->offsets().begin(), committed->offsets().end());
+    const placer::RankedCandidate& best = ranked->ranking.ranked[0];
+    if (auto order = best.rank_order.find(job_id); order != best.rank_order.end() && order->second.size() == where.size()) {
+      where = order->second;
+    }
   }
   ReturnClient(std::move(phasord));
 
@@ -1052,6 +1086,7 @@ absl::Status SlurmController::Start(const std::string& job_id, const std::string
   if (!status.ok()) return status;
   for (const v1::OffsetUpdate& o : offsets) shifts_us_[o.job()] = o.shift_us();
   placed_[job_id] = {own, where, profile};
+  if (ring != nullptr) *ring = where;
   unreleased_.erase(job_id);
   ++counters_.starts;
   if (on_pin) ++counters_.starts_on_pin;

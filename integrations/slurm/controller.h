@@ -178,7 +178,11 @@ class SlurmController {
   // OK (every node's Prolog calls this; calls that come while the commit is
   // under way wait for it). NotFound for a job phasor gave no token;
   // PermissionDenied for a token that belongs to another job.
-  absl::Status Start(const std::string& job_id, const std::string& token, const std::vector<std::string>& nodes);
+  // `ring` (when given) gets the job's nodes in its ring's order as
+  // committed: phasor's ring order on its pin, else the order phasor chose
+  // for the nodes Slurm gave (the TaskProlog exports each node's rank in it).
+  absl::Status Start(const std::string& job_id, const std::string& token, const std::vector<std::string>& nodes,
+                     std::vector<std::string>* ring = nullptr);
 
   // Job `job_id` ends on `node` (the Epilog, for every job, while the node is
   // still held): releases its placement if phasor placed it, then, when

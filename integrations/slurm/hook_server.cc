@@ -140,8 +140,11 @@ std::string AnswerHookRequest(SlurmController& controller, absl::string_view req
       if (!expanded.ok()) return Fail(absl::StrCat("nodelist: ", expanded.status().message()));
       nodes = *std::move(expanded);
     }
-    absl::Status s = controller.Start(Get(*fields, "job"), Get(*fields, "token"), nodes);
-    return s.ok() ? "ok=1\n" : Fail(s.message());
+    std::vector<std::string> ring;
+    absl::Status s = controller.Start(Get(*fields, "job"), Get(*fields, "token"), nodes, &ring);
+    if (!s.ok()) return Fail(s.message());
+    // The job's nodes in its ring's order (the TaskProlog's PHASOR_NODE_RANK).
+    return ring.empty() ? std::string("ok=1\n") : absl::StrCat("ok=1\nring=", absl::StrJoin(ring, ","), "\n");
   }
   if (op == "end") {
     absl::Status s = controller.End(Get(*fields, "job"), Get(*fields, "node"));

@@ -273,6 +273,12 @@ TEST(OwnCandidatesTest, AddedBesideTheHostsAndJudgedByTheHostsPacking) {
   EXPECT_EQ(decision.reason, "less-at-risk");
   EXPECT_EQ(ranking.ranked[0].candidate, r.candidates[1].id);
   EXPECT_TRUE(ranking.ranked[0].proposed_by_phasor);
+  // The host proposed that placement already (in another order): not again.
+  RankRequest same = ServersRequest();
+  same.free_servers = AllBut({"s3", "s7"});
+  same.candidates[0].servers["new"] = {"s12", "s9", "s11", "s10"};
+  AddOwnCandidates(fabric, router, same);
+  EXPECT_EQ(same.candidates.size(), 1u);
   // None without free servers or with own_candidates 0.
   RankRequest none = ServersRequest();
   AddOwnCandidates(fabric, router, none);

@@ -321,7 +321,13 @@ for j in $P1 $P2 $P3; do
     read -r hostline <"$f"
     h=$(echo "$hostline" | sed 's/host=\([^ ]*\) node=\([^ ]*\) marked=\(.*\)/\1/')
     check "job $j task $t: its host is its node" "node=$h marked=True" "$(echo "$hostline" | sed 's/host=[^ ]* //')"
-    check "job $j task $t ($h): PHASOR_ variables" "$want" "$(grep '^PHASOR_' "$f")"
+    check "job $j task $t ($h): PHASOR_ variables" "$want" "$(grep '^PHASOR_' "$f" | grep -v '^PHASOR_\(NODE_RANK\|RING_NODES\)=')"
+    # The ring's order (phasor's, as committed) and this node's rank in it.
+    ring=$(sed -n 's/^PHASOR_RING_NODES=//p' "$f")
+    check "job $j task $t ($h): the ring holds the job's nodes" "$nodes" "$(echo "$ring" | tr ',' '\n' | sort | paste -sd, -)"
+    check "job $j task $t ($h): its node's rank in the ring" \
+      "$(echo "$ring" | tr ',' '\n' | grep -nx "$h" | cut -d: -f1 | awk '{print $1 - 1}')" \
+      "$(sed -n 's/^PHASOR_NODE_RANK=//p' "$f")"
     check "job $j task $t ($h): the agent's offset" "$agent" "$(sed -n 's/^agent=//p' "$f")"
     hosts="$hosts,$h"
   done

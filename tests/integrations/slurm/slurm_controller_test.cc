@@ -209,8 +209,15 @@ TEST_F(ControllerTest, IdleClusterPinsAtSubmitAndCommitsAtStart) {
   ASSERT_TRUE(c->Poll().ok());
   EXPECT_TRUE(slurm_.updates.empty());  // both would start on their pins: nothing to change
   slurm_.Run("41", a->nodes);
-  ASSERT_TRUE(c->Start("41", a->token, a->nodes).ok());
-  ASSERT_TRUE(c->Start("41", a->token, a->nodes).ok());  // every node's Prolog: once
+  // Slurm lists the nodes in its own order: the ring is the pin's (phasor's
+  // ring order), on every node's Prolog.
+  std::vector<std::string> slurm_order = a->nodes, ring;
+  std::sort(slurm_order.rbegin(), slurm_order.rend());
+  ASSERT_TRUE(c->Start("41", a->token, slurm_order, &ring).ok());
+  EXPECT_EQ(ring, a->nodes);
+  ring.clear();
+  ASSERT_TRUE(c->Start("41", a->token, a->nodes, &ring).ok());  // every node's Prolog: once
+  EXPECT_EQ(ring, a->nodes);
   auto phasord = Client();
   absl::StatusOr<v1::OffsetUpdate> offset = phasord->GetOffset("41");
   ASSERT_TRUE(offset.ok()) << offset.status().message();
