@@ -23,7 +23,7 @@
 #   FABRIC (cassini: leaf-spine:24:4:4:1; trace, itp: leaf-spine:24:2:8)
 #   NB_FABRIC  the non-blocking reference (default: FABRIC with oversubscription 1)
 #   JOBS_PER_RUN=40 LOAD=0.9 MEDIAN=600   (cassini) jobs, offered load, median run time (s)
-#   TRACE=data/traces/pollux_workload-1.csv ITP=03 HOURS=0 MAX_JOBS=0 MIN_GPUS=0 ARRIVAL_SCALE=1
+#   TRACE=data/traces/pollux_workload-1.csv ITP=01 HOURS=0 MAX_JOBS=0 MIN_GPUS=0 ARRIVAL_SCALE=1
 #   DURATION_SCALE=1   (trace, itp)
 #   REPLICATES=2 JITTER=0.01   jittered copies per seed
 #   JOBS=2                      replays run at once
@@ -44,7 +44,7 @@ case "$workload" in
   trace) fabric="${FABRIC:-leaf-spine:24:2:8}"
          base=(--trace "${TRACE:-data/traces/pollux_workload-1.csv}" --median-duration "${MEDIAN:-1800}") ;;
   itp) fabric="${FABRIC:-leaf-spine:24:2:8}"
-       base=(--trace "data/traces/itp2021/cluster${ITP:-03}.csv.gz") ;;
+       base=(--trace "data/traces/itp2021/cluster${ITP:-01}.csv.gz") ;;
   *) echo "ensemble: WORKLOAD must be cassini, trace or itp, got '$workload'" >&2; exit 2 ;;
 esac
 if [ "$workload" != cassini ]; then

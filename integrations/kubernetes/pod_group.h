@@ -36,6 +36,9 @@ struct PodGroupOptions {
   // a label or else an annotation): phasor's own, an Indexed Job's completion
   // index, a StatefulSet's ordinal. The training job must use the same number
   // as its rank (torchrun's --node-rank, JOB_COMPLETION_INDEX).
+  // (Kubeflow's training.kubeflow.org/replica-index counts within a replica
+  // type: a master and worker 0 share 0, so it is not a default; name it
+  // for jobs of workers only.)
   std::vector<std::string> rank_index_keys = {"phasor.io/rank", "batch.kubernetes.io/job-completion-index",
                                               "apps.kubernetes.io/pod-index"};
 };

@@ -214,9 +214,86 @@ class GateOptimizerTest(unittest.TestCase):
         self.assertEqual(str(e.exception), "optimizer: object is not a torch.optim.Optimizer")
 
 
+def ring_worker(out_path):
+    """One node of a two-node ring: init_process_group from the PHASOR_*
+    variables alone; writes its rank, the world and every rank's node."""
+    import torch
+    import torch.distributed as dist
+    import phasor.torch
+
+    place = phasor.torch.init_process_group("gloo")
+    mine = torch.tensor([dist.get_rank(), int(os.environ["PHASOR_NODE_RANK"])])
+    every = [torch.zeros(2, dtype=torch.int64) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, mine)
+    with open(out_path, "w") as f:
+        json.dump({"place": place, "world": dist.get_world_size(), "gathered": [t.tolist() for t in every]}, f)
+    dist.destroy_process_group()
+
+
+class RingRankTest(unittest.TestCase):
+    def test_ranks_follow_the_ring_and_bad_variables_are_named(self):
+        import phasor.torch
+        from phasor.env import ConfigError
+        self.assertIsNone(phasor.torch.ring_rank({}))
+        env = {"PHASOR_RING_NODES": "n07,n03,n04", "PHASOR_NODE_RANK": "1", "LOCAL_RANK": "2",
+               "LOCAL_WORLD_SIZE": "4"}
+        self.assertEqual(phasor.torch.ring_rank(env),
+                         {"rank": 6, "world_size": 12, "node_rank": 1, "local_rank": 2, "local_world_size": 4,
+                          "master_addr": "n07"})
+        # Slurm's own per-node numbering when torchrun's is absent.
+        self.assertEqual(phasor.torch.ring_rank({"PHASOR_RING_NODES": "a,b", "PHASOR_NODE_RANK": "0",
+                                                 "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "2"})["rank"], 1)
+        for bad, message in [({"PHASOR_NODE_RANK": "3"}, "PHASOR_NODE_RANK: 3 is not below the ring's 3 nodes"),
+                             ({"PHASOR_NODE_RANK": "x"}, "PHASOR_NODE_RANK: must be a whole number >= 0, got 'x'"),
+                             ({"PHASOR_NODE_RANK": None}, "PHASOR_NODE_RANK: missing"),
+                             ({"PHASOR_RING_NODES": "a,,b"}, "PHASOR_RING_NODES: an empty node name in 'a,,b'"),
+                             ({"LOCAL_RANK": "4"}, "LOCAL_RANK: 4 is not below the node's 4 processes")]:
+            e2 = dict(env, **bad)
+            e2 = {k: v for k, v in e2.items() if v is not None}
+            with self.assertRaises(ConfigError) as e:
+                phasor.torch.ring_rank(e2)
+            self.assertEqual(str(e.exception), message)
+
+    def test_two_gloo_nodes_take_their_ranks_from_the_ring(self):
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with tempfile.TemporaryDirectory(prefix="phasor-ring-") as d:
+            # The ring's first node is the rendezvous host; node "127.0.0.1"
+            # is rank 1 although Slurm would have numbered it first.
+            outs = [os.path.join(d, "node%d.json" % r) for r in (0, 1)]
+            procs = []
+            for node_rank in (1, 0):
+                env = dict(os.environ, PHASOR_RING_NODES="localhost,127.0.0.1", PHASOR_NODE_RANK=str(node_rank),
+                           MASTER_PORT=str(port), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+                for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_LOCALID",
+                          "SLURM_NTASKS_PER_NODE"):
+                    env.pop(k, None)
+                procs.append(subprocess.Popen([sys.executable, __file__, "--ring-worker", outs[node_rank]], env=env))
+            try:
+                codes = [p.wait(timeout=120) for p in procs]
+            finally:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+            self.assertEqual(codes, [0, 0])
+            for node_rank in (0, 1):
+                with open(outs[node_rank]) as f:
+                    r = json.load(f)
+                self.assertEqual(r["world"], 2)
+                self.assertEqual(r["place"]["rank"], node_rank)
+                self.assertEqual(r["place"]["master_addr"], "localhost")
+                self.assertEqual(r["gathered"], [[0, 0], [1, 1]])  # rank i is ring node i
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--worker":
         worker(int(sys.argv[2]), sys.argv[3])
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "--ring-worker":
+        ring_worker(sys.argv[2])
         sys.exit(0)
     try:
         import torch  # noqa: F401

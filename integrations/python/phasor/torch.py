@@ -10,12 +10,21 @@
 With PyTorch Lightning importable (``lightning`` or ``pytorch_lightning``),
 ``phasor.torch.GateCallback(gate)`` gates the top of every training batch.
 
+Ranks in phasor's ring order: where the scheduler integration exported the
+ring (Slurm's TaskProlog: PHASOR_RING_NODES, PHASOR_NODE_RANK), ``ring_rank()``
+gives this process's rank in it and ``init_process_group(backend)`` sets
+RANK, WORLD_SIZE, NODE_RANK and (when unset) MASTER_ADDR/MASTER_PORT from it
+before calling torch.distributed.init_process_group, so consecutive ranks
+share a rack (docs/agents.md). On Kubernetes the pod's index is its rank
+already (the extender puts it at its place in the ring).
+
 Each rank runs its own gate with the same job id (PHASOR_JOB): all ranks get
 the same offset, so they wait for the same wall-clock slot. Nothing here is a
 collective: the ranks meet at the slot through the clock, not through
 torch.distributed.
 """
 
+import os
 import types
 
 import torch as _torch
@@ -98,3 +107,71 @@ if _Callback is not None:
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
             self.gate.wait()
+
+
+def _int_var(environ, name, default=None, minimum=0):
+    value = environ.get(name)
+    if value is None or value == "":
+        if default is None:
+            from phasor.env import ConfigError
+            raise ConfigError("%s: missing" % name)
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        n = None
+    if n is None or n < minimum or str(n) != value.strip():
+        from phasor.env import ConfigError
+        raise ConfigError("%s: must be a whole number >= %d, got %r" % (name, minimum, value))
+    return n
+
+
+def ring_rank(environ=None):
+    """This process's place in the ring phasor committed for the job, as a
+    dict {rank, world_size, node_rank, local_rank, local_world_size,
+    master_addr}, or None when no ring was exported (PHASOR_RING_NODES
+    unset). The node's rank is PHASOR_NODE_RANK; processes of one node are
+    numbered by LOCAL_RANK (else SLURM_LOCALID, else 0) of LOCAL_WORLD_SIZE
+    (else SLURM_NTASKS_PER_NODE, else 1). Raises phasor.env.ConfigError
+    naming the variable when one is wrong."""
+    from phasor.env import ConfigError
+    environ = os.environ if environ is None else environ
+    ring = environ.get("PHASOR_RING_NODES")
+    if not ring:
+        return None
+    nodes = ring.split(",")
+    if any(not n for n in nodes):
+        raise ConfigError("PHASOR_RING_NODES: an empty node name in %r" % ring)
+    node_rank = _int_var(environ, "PHASOR_NODE_RANK")
+    if node_rank >= len(nodes):
+        raise ConfigError("PHASOR_NODE_RANK: %d is not below the ring's %d nodes" % (node_rank, len(nodes)))
+    local_rank = _int_var(environ, "LOCAL_RANK", _int_var(environ, "SLURM_LOCALID", 0))
+    local_world = _int_var(environ, "LOCAL_WORLD_SIZE", _int_var(environ, "SLURM_NTASKS_PER_NODE", 1, 1), 1)
+    if local_rank >= local_world:
+        raise ConfigError("LOCAL_RANK: %d is not below the node's %d processes" % (local_rank, local_world))
+    return {"rank": node_rank * local_world + local_rank, "world_size": len(nodes) * local_world,
+            "node_rank": node_rank, "local_rank": local_rank, "local_world_size": local_world,
+            "master_addr": nodes[0]}
+
+
+def init_process_group(backend=None, environ=None, **kwargs):
+    """torch.distributed.init_process_group with the ranks in phasor's ring
+    order: sets RANK, WORLD_SIZE and NODE_RANK in `environ` (default
+    os.environ), and MASTER_ADDR (the ring's first node) and MASTER_PORT
+    (29500) where unset, then initialises with init_method env:// unless
+    kwargs name another. Without an exported ring the environment is left
+    as it is. Returns ring_rank()'s dict (or None)."""
+    import torch.distributed as dist
+    environ = os.environ if environ is None else environ
+    place = ring_rank(environ)
+    if place is not None:
+        environ["RANK"] = str(place["rank"])
+        environ["WORLD_SIZE"] = str(place["world_size"])
+        environ["NODE_RANK"] = str(place["node_rank"])
+        environ.setdefault("MASTER_ADDR", place["master_addr"])
+        environ.setdefault("MASTER_PORT", "29500")
+    if "store" not in kwargs:
+        kwargs.setdefault("init_method", "env://")
+    dist.init_process_group(backend, **kwargs)
+    return place
+
