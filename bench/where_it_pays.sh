@@ -58,7 +58,7 @@ for name in ("itp", "philly"):
                     gain(off["iteration_slowdown"]["p99"], r["iteration_slowdown"]["p99"]),
                     gain(off["excess_bytes"], r["excess_bytes"])]
         jm, jp, sp, ex = g["phasor"]
-        # Noise: JCT within 2 %, network figures within 10 % (docs/simulator.md).
+        # Noise: JCT within 2 %, network figures within 10 % (docs/evaluation.md).
         if jm < 0.98 or jp < 0.98:
             verdict = "hurts"
         elif jm >= 1.02 or jp >= 1.02:
