@@ -313,14 +313,16 @@ TEST_F(ProbeE2eTest, LiveCaptureOnVethInNamespace) {
                          " link set vcap up && ip -n " + ns + " link set vsend up")
                             .c_str()),
             0);
-  // The probe runs for 4.5 s in the namespace, in the background. Periods of
-  // 200 ms in 5 ms bins keep the check robust to scheduling jitter on a busy host.
+  // The probe runs for 7 s in the namespace, in the background, and the sender
+  // starts 2.5 s after it (the EAL's start takes over a second on a loaded
+  // 2-core host: frames sent before it captures are lost). Periods of 200 ms
+  // in 5 ms bins keep the check robust to scheduling jitter on a busy host.
   const std::string out = (dir_ / "live.jsonl").string(), err = (dir_ / "live.err").string();
   const std::string cmd = "ip netns exec " + ns + " " + PHASOR_PROBE_BIN +
-                          " --duration-s 4.5 --bin-us 5000 --flows " + flows_ + " --out " + out +
+                          " --duration-s 7 --bin-us 5000 --flows " + flows_ + " --out " + out +
                           kEal + " --vdev=net_af_packet0,iface=vcap 2>" + err;
   std::thread probe([&] { std::system(cmd.c_str()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   // Sender: job-a frames, 80 ms Up of every 200 ms, 4 frames per ms, for 3 s.
   FrameSpec a;
   a.dest_qp = 0x11;
