@@ -56,6 +56,17 @@ def worker(rank, out_path):
     dist.destroy_process_group()
 
 
+
+def wait_all(procs, timeout=120):
+    """The exit codes of `procs`; any still running after `timeout` s is killed."""
+    try:
+        return [p.wait(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
 class TorchGateTest(unittest.TestCase):
     def test_two_gloo_ranks_gate_every_step_at_the_same_slot(self):
         import phasor
@@ -81,13 +92,7 @@ class TorchGateTest(unittest.TestCase):
             outs = [os.path.join(d.dir, "rank%d.json" % r) for r in (0, 1)]
             procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), outs[r]], env=env)
                      for r in (0, 1)]
-            try:
-                codes = [p.wait(timeout=120) for p in procs]
-            finally:
-                for p in procs:
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
+            codes = wait_all(procs)
             self.assertEqual(codes, [0, 0])
             ranks = []
             for path in outs:
@@ -271,13 +276,7 @@ class RingRankTest(unittest.TestCase):
                           "SLURM_NTASKS_PER_NODE"):
                     env.pop(k, None)
                 procs.append(subprocess.Popen([sys.executable, __file__, "--ring-worker", outs[node_rank]], env=env))
-            try:
-                codes = [p.wait(timeout=120) for p in procs]
-            finally:
-                for p in procs:
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
+            codes = wait_all(procs)
             self.assertEqual(codes, [0, 0])
             for node_rank in (0, 1):
                 with open(outs[node_rank]) as f:

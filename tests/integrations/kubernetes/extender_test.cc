@@ -91,6 +91,14 @@ class FakeApiServer {
   bool fail_ = false;
 };
 
+// The binder of a FakeApiServer on `port` (plain HTTP, no token).
+ApiServerOptions FakeApiOptions(int port) {
+  ApiServerOptions ao;
+  ao.url = "http://127.0.0.1:" + std::to_string(port);
+  ao.token_file = "";
+  return ao;
+}
+
 json PodJson(const std::string& ns, const std::string& name, const std::string& group, int size,
              const json& profile) {
   json annotations = {{"phasor.io/job-size", std::to_string(size)}};
@@ -248,9 +256,7 @@ TEST(ExtenderE2eTest, ThreeJobsLandOnTheirPlansWhichArePhasorRanksBest) {
   ASSERT_TRUE(phasord.Start());
   CommitRunningJob(phasord);
   FakeApiServer api(kApiPort);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort);
   auto binder = MakeApiServerBinder(ao);
   ASSERT_TRUE(binder.ok());
   auto extender = Extender::Create(Options(phasord), *binder);
@@ -321,9 +327,7 @@ TEST(ExtenderE2eTest, PodsThatLandElsewhereAreCommittedWhereTheyLanded) {
   DaemonHarness phasord(TweakPhasord);
   ASSERT_TRUE(phasord.Start());
   FakeApiServer api(kApiPort + 10);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 10);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort + 10);
   auto extender = Extender::Create(Options(phasord), *MakeApiServerBinder(ao));
   ASSERT_TRUE(extender.ok()) << extender.status();
   ExtenderArgs args;
@@ -367,9 +371,7 @@ TEST(ExtenderE2eTest, PodsWithRanksGoToTheirPlaceInTheRing) {
   ASSERT_TRUE(phasord.Start());
   CommitRunningJob(phasord);
   FakeApiServer api(kApiPort + 2);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 2);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort + 2);
   auto extender = Extender::Create(Options(phasord), *MakeApiServerBinder(ao));
   ASSERT_TRUE(extender.ok()) << extender.status();
   HttpServerOptions ho;
@@ -429,9 +431,7 @@ TEST(ExtenderE2eTest, RankedPodsOffThePlanAreCommittedInTheirRanksOrder) {
   DaemonHarness phasord(TweakPhasord);
   ASSERT_TRUE(phasord.Start());
   FakeApiServer api(kApiPort + 3);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 3);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort + 3);
   auto extender = Extender::Create(Options(phasord), *MakeApiServerBinder(ao));
   ASSERT_TRUE(extender.ok()) << extender.status();
   ExtenderArgs args;
@@ -460,9 +460,7 @@ TEST(ExtenderE2eTest, RankedPodsOffThePlanAreCommittedInTheirRanksOrder) {
 TEST(ExtenderE2eTest, FailsOpenWithPhasordStopped) {
   DaemonHarness phasord(TweakPhasord);  // never started: nobody on the endpoint
   FakeApiServer api(kApiPort + 20);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 20);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort + 20);
   int64_t now = 1000;
   ExtenderOptions o = Options(phasord);
   o.phasord_timeout_ms = 200;
@@ -550,9 +548,7 @@ TEST(ExtenderE2eTest, PhasordStoppedAfterPlanningCommitsNothing) {
   DaemonHarness phasord(TweakPhasord);
   ASSERT_TRUE(phasord.Start());
   FakeApiServer api(kApiPort + 30);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 30);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort + 30);
   auto extender = Extender::Create(Options(phasord), *MakeApiServerBinder(ao));
   ASSERT_TRUE(extender.ok());
   ExtenderArgs args;
@@ -570,9 +566,7 @@ TEST(ExtenderE2eTest, PlansExpireAndNothingIsCommittedForPodsThatNeverArrive) {
   DaemonHarness phasord(TweakPhasord);
   ASSERT_TRUE(phasord.Start());
   FakeApiServer api(kApiPort + 40);
-  ApiServerOptions ao;
-  ao.url = "http://127.0.0.1:" + std::to_string(kApiPort + 40);
-  ao.token_file = "";
+  const ApiServerOptions ao = FakeApiOptions(kApiPort + 40);
   int64_t now = 0;
   ExtenderOptions o = Options(phasord);
   o.plan_ttl_ms = 60000;
