@@ -136,6 +136,33 @@ TEST(FluidNetworkTest, MaxMinMatchesHandComputedWithNicCapAndShares) {
   EXPECT_NEAR(net.CurrentRateGbps("c"), 2, 1e-9);
 }
 
+// Rates follow flows as they start and end: b joins a on l1 (both at 5),
+// c alone on l2 stays at its NIC cap; when b ends, a is back at 10.
+TEST(FluidNetworkTest, RatesFollowFlowsStartingAndEnding) {
+  FluidNetwork net({{"l1", 10}, {"l2", 20}});
+  SimJob a = Job("a", {{"l1", 1.0}}, 0, 1);
+  SimJob b = Job("b", {{"l1", 1.0}}, 100, 1);
+  SimJob c = Job("c", {{"l2", 1.0}}, 0, 1);
+  a.compute_us = b.compute_us = c.compute_us = 0;
+  a.nic_gbps = b.nic_gbps = 100;
+  c.nic_gbps = 12;
+  a.comm_bytes = 10e9;  // 8 s at 10 Gbit/s
+  b.comm_bytes = 1e6;   // 1.6 ms at 5 Gbit/s
+  c.comm_bytes = 10e9;
+  for (const SimJob* job : {&a, &b, &c}) ASSERT_TRUE(net.AddJob(*job).ok());
+  net.AdvanceUntil(50);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("a"), 10);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("c"), 12);
+  net.AdvanceUntil(200);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("a"), 5);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("b"), 5);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("c"), 12);
+  net.AdvanceUntil(3000);  // b has delivered its 8 Mbit
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("b"), 0);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("a"), 10);
+  EXPECT_DOUBLE_EQ(net.CurrentRateGbps("c"), 12);
+}
+
 // Two VGG19-like jobs on one 50 Gbit/s link (Up 80 ms of a 200 ms iteration).
 // Offset by 100 ms their Up phases never meet; offset by 40 ms they overlap:
 // the leader's Up takes 40 + 2 * 40 = 120 ms and both settle at
