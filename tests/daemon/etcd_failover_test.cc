@@ -1,0 +1,387 @@
+// phasord on etcd (state_store.backend: etcd): a real etcd cluster on
+// loopback (started here, stopped by pid) and phasord processes electing a
+// leader. The store's fencing, a leader killed with SIGKILL, a leader
+// stopped (SIGSTOP) past its lease that writes nothing once continued, and
+// (EtcdSoak) ten failovers under eight clients' load.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/etcd_client.h"
+#include "daemon/etcd_state_store.h"
+#include "gtest/gtest.h"
+#include "integrations/client/client.h"
+#include "protocol/status.h"
+#include "tests/daemon/daemon_harness.h"
+
+namespace phasor {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+constexpr int kLeaseSeconds = 3;  // the default
+
+bool WaitUpTo(int ms, const std::function<bool()>& predicate) {
+  const auto end = Steady::now() + std::chrono::milliseconds(ms);
+  while (Steady::now() < end) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return predicate();
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t n = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f != nullptr) {
+      ::dup2(fileno(f), 1);
+      ::dup2(fileno(f), 2);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// A real etcd cluster of `n` members on loopback ports.
+class EtcdCluster {
+ public:
+  EtcdCluster(const std::string& dir, int n) {
+    std::vector<std::string> peers;
+    for (int i = 0; i < n; ++i) {
+      client_ports_.push_back(FreePort());
+      peer_ports_.push_back(FreePort());
+      peers.push_back(absl::StrCat("e", i, "=http://127.0.0.1:", peer_ports_[i]));
+    }
+    for (int i = 0; i < n; ++i) {
+      const std::string client = absl::StrCat("http://127.0.0.1:", client_ports_[i]);
+      const std::string peer = absl::StrCat("http://127.0.0.1:", peer_ports_[i]);
+      pids_.push_back(Spawn({"etcd", "--name", absl::StrCat("e", i), "--data-dir", absl::StrCat(dir, "/etcd", i),
+                             "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
+                             peer, "--initial-advertise-peer-urls", peer, "--initial-cluster",
+                             absl::StrJoin(peers, ","), "--initial-cluster-state", "new", "--initial-cluster-token",
+                             dir},
+                            absl::StrCat(dir, "/etcd", i, ".log")));
+      endpoints_.push_back(client);
+    }
+  }
+  ~EtcdCluster() {
+    for (pid_t p : pids_) {
+      ::kill(p, SIGKILL);
+      ::waitpid(p, nullptr, 0);
+    }
+  }
+  // Until a write goes through (the cluster has a leader).
+  bool WaitReady() {
+    daemon::EtcdClient c(endpoints_, 500);
+    return WaitUpTo(20000, [&] { return c.Txn({}, {daemon::EtcdOp::Put("/ready", "1")}).ok(); });
+  }
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+ private:
+  std::vector<int> client_ports_, peer_ports_;
+  std::vector<pid_t> pids_;
+  std::vector<std::string> endpoints_;
+};
+
+class Phasord {
+ public:
+  Phasord(const std::string& dir, const std::vector<std::string>& etcd, const std::string& name) : dir_(dir) {
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ + "/phasord.yaml") << "request_endpoint: ipc://" << dir_ << "/requests\n"
+                                          << "profile_endpoint: ipc://" << dir_ << "/profiles\n"
+                                          << "offset_endpoint: ipc://" << dir_ << "/offsets\n"
+                                          << "metrics_listen: ''\n"
+                                          << "allow_plain: true\n"
+                                          << "log_level: info\n"
+                                          << "state_store:\n"
+                                          << "  backend: etcd\n"
+                                          << "  etcd:\n"
+                                          << "    endpoints: " << absl::StrJoin(etcd, ",") << "\n"
+                                          << "    name: " << name << "\n"
+                                          << "    lease_seconds: " << kLeaseSeconds << "\n";
+  }
+  ~Phasord() { Kill(SIGKILL); }
+  bool Start() {
+    const std::string ready = dir_ + "/ready.json";
+    std::filesystem::remove(ready);
+    pid_ = Spawn({PHASORD_PATH, "--config", dir_ + "/phasord.yaml", "--ready-file", ready}, dir_ + "/log");
+    if (WaitUpTo(10000, [&] { return std::filesystem::exists(ready); })) return true;
+    std::ifstream log(dir_ + "/log");
+    std::cerr << "phasord did not start: " << std::string(std::istreambuf_iterator<char>(log), {}) << "\n";
+    return false;
+  }
+  int Kill(int signal) {
+    if (pid_ <= 0) return 0;
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+  // Waits up to `ms` for the process to exit; its wait status, or -1.
+  int WaitExit(int ms) {
+    const auto end = Steady::now() + std::chrono::milliseconds(ms);
+    int status = 0;
+    while (Steady::now() < end) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  void Signal(int signal) { ::kill(pid_, signal); }
+  std::string endpoint() const { return "ipc://" + dir_ + "/requests"; }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+std::unique_ptr<client::Client> Connect(const std::string& endpoints, int timeout_ms = 5000) {
+  client::ClientOptions o;
+  o.endpoint = endpoints;
+  o.timeout_ms = timeout_ms;
+  return *client::Client::Connect(o);
+}
+
+placer::RankRequest PairRequest(const std::string& x, const std::string& y) {
+  placer::RankRequest r = testing::SampleRankRequest();
+  r.jobs.pop_back();
+  r.jobs[0].id = x;
+  r.jobs[1].id = y;
+  placer::Candidate c;
+  c.id = "c";
+  c.links[x]["tor1-up"] = 1;
+  c.links[y]["tor1-up"] = 1;
+  r.candidates = {c};
+  return r;
+}
+
+class EtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::MakeTempDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+// Which phasord leads: the one whose own endpoint answers Health.
+int LeaderIndex(const std::vector<std::unique_ptr<Phasord>>& ps, const std::set<int>& skip = {}) {
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (skip.contains(static_cast<int>(i))) continue;
+    if (Connect(ps[i]->endpoint(), 300)->Health().ok()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.WaitReady());
+  daemon::EtcdOptions o;
+  o.endpoints = etcd.endpoints();
+  o.prefix = "/t";
+  daemon::EtcdClient c(o.endpoints, 1000);
+  absl::StatusOr<daemon::EtcdTxnResult> lead = c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "me")});
+  ASSERT_TRUE(lead.ok() && lead->succeeded);
+  {
+    auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
+    EXPECT_EQ(*store->EpochOr(42), 42);
+    EXPECT_EQ(*store->EpochOr(7), 42);
+    ASSERT_TRUE(store->PutRanking({5, 100, "reply", "cands"}, 10).ok());
+    ASSERT_TRUE(store->Commit({{"job/1", "c", 5, "links", 9, "servers"}}, {{"job/1", 1, 1000, 10, 3}}, {}).ok());
+    store->Flush();
+  }
+  {
+    auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
+    std::vector<daemon::StoredOffset> offsets = *store->LoadOffsets();
+    ASSERT_EQ(offsets.size(), 1u);
+    EXPECT_EQ(offsets[0].job, "job/1");
+    EXPECT_EQ(offsets[0].shift_us, 10u);
+    EXPECT_EQ(offsets[0].version, 3u);
+    std::vector<daemon::StoredPlacement> placements = *store->LoadPlacements();
+    ASSERT_EQ(placements.size(), 1u);
+    EXPECT_EQ(placements[0].servers, "servers");
+    EXPECT_EQ(*store->PlacementVersion(), 1u);
+    EXPECT_EQ((*store->GetRanking(5)).reply, "reply");
+    EXPECT_GE(*store->MaxRankingId(), 5u);  // the reserved block: ids are never reused
+    EXPECT_EQ(store->GetRanking(4).status().code(), absl::StatusCode::kNotFound);
+  }
+  // Another leadership: the old one's writes fail the fence and change nothing.
+  auto old_store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
+  ASSERT_TRUE(c.Txn({}, {daemon::EtcdOp::Delete("/t/leader")}).ok());
+  absl::StatusOr<daemon::EtcdTxnResult> next = c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "you")});
+  ASSERT_TRUE(next.ok() && next->succeeded);
+  absl::Status refused = old_store->Commit({}, {{"job/1", 1, 1000, 20, 4}}, {});
+  EXPECT_EQ(protocol::WireCode(refused), v1::Error::UNAVAILABLE) << refused;
+  EXPECT_TRUE(old_store->fenced());
+  auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", next->revision});
+  EXPECT_EQ((*store->LoadOffsets())[0].shift_us, 10u);
+}
+
+TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothing) {
+  EtcdCluster etcd(dir_, 3);
+  ASSERT_TRUE(etcd.WaitReady());
+  std::vector<std::unique_ptr<Phasord>> ps;
+  std::vector<std::string> eps;
+  for (int i = 0; i < 3; ++i) {
+    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(), absl::StrCat("p", i)));
+    ASSERT_TRUE(ps.back()->Start());
+    eps.push_back(ps.back()->endpoint());
+  }
+  auto c = Connect(absl::StrJoin(eps, ","), 5000);
+  std::map<std::string, v1::OffsetUpdate> acked;
+  for (int n = 0; n < 5; ++n) {
+    absl::StatusOr<client::RankResult> r = c->Rank(PairRequest(absl::StrCat("a", n), absl::StrCat("b", n)));
+    ASSERT_TRUE(r.ok()) << r.status();
+    absl::StatusOr<v1::CommitReply> commit = c->Commit(r->ranking_id, "c");
+    ASSERT_TRUE(commit.ok()) << commit.status();
+    for (const v1::OffsetUpdate& o : commit->offsets()) acked[o.job()] = o;
+  }
+  const int first = LeaderIndex(ps);
+  ASSERT_GE(first, 0);
+  // A standby answers UNAVAILABLE naming the leader.
+  const int standby = (first + 1) % 3;
+  absl::StatusOr<v1::HealthReply> refused = Connect(ps[standby]->endpoint(), 1000)->Health();
+  EXPECT_EQ(protocol::WireCode(refused.status()), v1::Error::UNAVAILABLE);
+  EXPECT_EQ(protocol::LeaderEndpoint(refused.status()), ps[first]->endpoint()) << refused.status();
+
+  const auto killed = Steady::now();
+  ps[first]->Kill(SIGKILL);
+  int second = -1;
+  ASSERT_TRUE(WaitUpTo(15000, [&] { return (second = LeaderIndex(ps, {first})) >= 0; }));
+  const double failover_s = std::chrono::duration<double>(Steady::now() - killed).count();
+  std::printf("failover after SIGKILL: %.2f s (lease %d s)\n", failover_s, kLeaseSeconds);
+  EXPECT_LT(failover_s, 2.0 * kLeaseSeconds);
+  for (const auto& [job, o] : acked) {
+    absl::StatusOr<v1::OffsetUpdate> got = c->GetOffset(job);
+    ASSERT_TRUE(got.ok()) << job << ": " << got.status();
+    EXPECT_EQ(got->shift_us(), o.shift_us()) << job;
+    EXPECT_EQ(got->origin_epoch_us(), o.origin_epoch_us()) << job;
+    EXPECT_EQ(got->version(), o.version()) << job;  // agents do not re-align
+  }
+  ASSERT_TRUE(ps[first]->Start());  // back, as a standby
+
+  // The leader stopped past its lease: a commit queued to it while stopped
+  // is refused once it continues, and nothing of it reaches the store.
+  auto direct = Connect(ps[second]->endpoint(), 8000);
+  absl::StatusOr<client::RankResult> pending = direct->Rank(PairRequest("z1", "z2"));
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ps[second]->Signal(SIGSTOP);
+  int third = -1;
+  ASSERT_TRUE(WaitUpTo(15000, [&] { return (third = LeaderIndex(ps, {second})) >= 0; }));
+  absl::Status late;
+  std::thread commit([&] { late = direct->Commit(pending->ranking_id, "c").status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ps[second]->Signal(SIGCONT);
+  commit.join();
+  EXPECT_FALSE(late.ok());
+  const int status = ps[second]->WaitExit(5000);
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  EXPECT_EQ(c->GetOffset("z1").status().code(), absl::StatusCode::kNotFound);
+  for (const auto& [job, o] : acked) EXPECT_EQ((*c->GetOffset(job)).version(), o.version()) << job;
+}
+
+// Ten leaders killed with SIGKILL (each restarted as a standby) while eight
+// clients rank and commit: every acknowledged commit is there, with its
+// offsets' versions, at the end.
+TEST_F(EtcdTest, TenFailoversUnderEightClientsLoseNoAcknowledgedCommit) {
+  EtcdCluster etcd(dir_, 3);
+  ASSERT_TRUE(etcd.WaitReady());
+  std::vector<std::unique_ptr<Phasord>> ps;
+  std::vector<std::string> eps;
+  for (int i = 0; i < 3; ++i) {
+    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(), absl::StrCat("p", i)));
+    ASSERT_TRUE(ps.back()->Start());
+    eps.push_back(ps.back()->endpoint());
+  }
+  const std::string all = absl::StrJoin(eps, ",");
+  std::mutex mu;
+  std::map<std::string, v1::OffsetUpdate> acked;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      auto c = Connect(all, 5000);
+      for (int n = 0; !stop; ++n) {
+        absl::StatusOr<client::RankResult> r = c->Rank(PairRequest(absl::StrCat("t", t, "-", n, "x"),
+                                                                    absl::StrCat("t", t, "-", n, "y")));
+        if (!r.ok()) {
+          ++failed;
+          continue;
+        }
+        absl::StatusOr<v1::CommitReply> commit = c->Commit(r->ranking_id, "c");
+        if (!commit.ok()) {
+          ++failed;
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        for (const v1::OffsetUpdate& o : commit->offsets()) acked[o.job()] = o;
+      }
+    });
+  }
+  std::vector<double> failovers;
+  for (int k = 0; k < 10; ++k) {
+    int leader = -1;
+    ASSERT_TRUE(WaitUpTo(15000, [&] { return (leader = LeaderIndex(ps)) >= 0; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // load on the leader
+    const auto killed = Steady::now();
+    ps[leader]->Kill(SIGKILL);
+    int next = -1;
+    ASSERT_TRUE(WaitUpTo(15000, [&] { return (next = LeaderIndex(ps, {leader})) >= 0; }));
+    failovers.push_back(std::chrono::duration<double>(Steady::now() - killed).count());
+    ASSERT_TRUE(ps[leader]->Start());
+  }
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  std::sort(failovers.begin(), failovers.end());
+  std::printf("10 failovers: min %.2f s, median %.2f s, max %.2f s; %zu jobs acknowledged, %d calls failed\n",
+              failovers.front(), failovers[5], failovers.back(), acked.size(), failed.load());
+  EXPECT_LT(failovers.back(), 2.0 * kLeaseSeconds);
+  ASSERT_GT(acked.size(), 100u);
+  auto c = Connect(all, 5000);
+  int lost = 0;
+  for (const auto& [job, o] : acked) {
+    absl::StatusOr<v1::OffsetUpdate> got = c->GetOffset(job);
+    if (!got.ok() || got->version() != o.version() || got->shift_us() != o.shift_us()) ++lost;
+  }
+  EXPECT_EQ(lost, 0);
+}
+
+}  // namespace
+}  // namespace phasor
