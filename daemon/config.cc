@@ -69,7 +69,7 @@ absl::Status ValidateStateStore(const StateStoreOptions& o) {
     return absl::InvalidArgumentError(
         "state_store.etcd.timeout_ms: must be > 0 and below a third of lease_seconds");
   }
-  if (!e.advertise_endpoint.empty()) {
+  if (!e.advertise_endpoint.empty() && e.advertise_endpoint.find("${") == std::string::npos) {
     if (absl::Status s = protocol::CheckEndpoint("state_store.etcd.advertise_endpoint", e.advertise_endpoint);
         !s.ok()) {
       return s;

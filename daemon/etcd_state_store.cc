@@ -1,6 +1,7 @@
 #include "daemon/etcd_state_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <tuple>
 #include <utility>
 
@@ -21,6 +22,8 @@ using nlohmann::json;
 // at most --max-request-bytes (1.5 MiB): queued writes are grouped below both.
 constexpr size_t kMaxOpsPerTxn = 120;
 constexpr size_t kMaxBytesPerTxn = 1u << 20;
+// How long queued writes wait for others to share their txn.
+constexpr std::chrono::milliseconds kLinger{5};
 // Ranking ids reserved per write of PREFIX/meta/ranking_block.
 constexpr uint64_t kRankingBlock = 1000;
 // Rankings kept in memory for Commit (the newest; older ones are read back).
@@ -181,7 +184,9 @@ absl::Status EtcdStateStore::Enqueue(std::vector<EtcdOp> ops, bool sync) {
   w->sync = sync;
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(w);
-  wake_.notify_all();
+  // The writer lingers for more queued writes: woken only for the first, a
+  // sync one, or a full txn's worth (fewer context switches per ranking).
+  if (sync || queue_.size() == 1 || queue_.size() >= kMaxOpsPerTxn / 2) wake_.notify_all();
   if (!sync) return absl::OkStatus();
   done_.wait(lock, [&] { return w->done; });
   return w->status;
@@ -192,6 +197,14 @@ void EtcdStateStore::WriterLoop() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty() && stopping_) return;
+    // Queued writes linger up to kLinger for more to join them: fewer, larger
+    // txns (etcd's cost is per txn: its raft round and fsync), so a burst of
+    // rankings does not keep etcd busy on a small machine.
+    if (!queue_.front()->sync) {
+      wake_.wait_for(lock, kLinger, [this] {
+        return stopping_ || queue_.size() >= kMaxOpsPerTxn / 2 || queue_.back()->sync;
+      });
+    }
     // A sync write alone (one txn per commit); consecutive queued ones together.
     std::vector<std::shared_ptr<Write>> batch = {queue_.front()};
     queue_.pop_front();
@@ -264,9 +277,11 @@ absl::Status EtcdStateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
     cut = kept_.front().id;
     kept_bytes_ -= kept_.front().bytes;
     kept_.pop_front();
+    // Each pruned key alone: a range delete from 0 would walk every
+    // tombstone etcd keeps until it compacts.
+    ops.push_back(EtcdOp::Delete(RankingKey(cut)));
   }
   if (cut > 0) {
-    ops.push_back(EtcdOp::Delete(RankingKey(0), RankingKey(cut + 1)));
     // Markers refuse only rankings below them: those at or below the oldest kept one go.
     for (auto it = markers_.begin(); it != markers_.end();) {
       if (it->second <= cut + 1) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -31,6 +32,34 @@ constexpr const char* kWakeEndpoint = "inproc://phasord-solved";
 
 std::string TypeLabel(std::optional<MessageType> type) {
   return type ? std::string(protocol::MessageTypeName(*type)) : std::string("unknown");
+}
+
+// ${NAME} in `value` replaced by the environment's NAME (a pod's
+// advertise_endpoint: tcp://${POD_IP}:7410). InvalidArgument when unset.
+absl::StatusOr<std::string> ExpandEnvironment(const std::string& value) {
+  std::string out;
+  for (size_t i = 0; i < value.size();) {
+    const size_t open = value.find("${", i);
+    if (open == std::string::npos) {
+      out += value.substr(i);
+      break;
+    }
+    const size_t close = value.find('}', open);
+    if (close == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state_store.etcd.advertise_endpoint: '", value, "': '${' without '}'"));
+    }
+    const std::string name = value.substr(open + 2, close - open - 2);
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr || *v == '\0') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state_store.etcd.advertise_endpoint: '", value, "': $", name, " is not set"));
+    }
+    out += value.substr(i, open - i);
+    out += v;
+    i = close + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -167,7 +196,9 @@ absl::Status Daemon::Impl::Start() {
   metrics_.Set("phasord_up", {}, 1);
   if (etcd) {
     const EtcdOptions& e = options_.state_store.etcd;
-    std::string advertise = e.advertise_endpoint.empty() ? endpoints_.request : e.advertise_endpoint;
+    absl::StatusOr<std::string> expanded = ExpandEnvironment(e.advertise_endpoint);
+    if (!expanded.ok()) return expanded.status();
+    std::string advertise = expanded->empty() ? endpoints_.request : *expanded;
     if (advertise.find("://0.0.0.0:") != std::string::npos || advertise.find("://*:") != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("state_store.etcd.advertise_endpoint: required when "
                                                      "request_endpoint binds every address ('", advertise, "')"));
@@ -182,6 +213,7 @@ absl::Status Daemon::Impl::Start() {
     if (!election.ok()) return election.status();
     election_ = *std::move(election);
     metrics_.Set("phasord_leader", {}, 0);
+    metrics_.Set("phasord_standby", {}, 1);
     spdlog::info("phasord: '{}' on {} stands by for the lead (etcd {}, prefix {})", name, advertise,
                  absl::StrJoin(e.endpoints, ","), e.prefix);
     if (election_->Leads() && !TakeOver()) return absl::UnavailableError("state_store.etcd: cannot take over");
@@ -213,6 +245,7 @@ bool Daemon::Impl::TakeOver() {
   service_ = *std::move(service);
   etcd_store_ = raw;
   metrics_.Set("phasord_leader", {}, 1);
+  metrics_.Set("phasord_standby", {}, 0);
   spdlog::info("phasord: leads: serving requests on {}, profiles on {}, offsets on {} ({} jobs restored in {} ms)",
                endpoints_.request, endpoints_.profile, endpoints_.offset, service_->jobs(),
                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count());

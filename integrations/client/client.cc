@@ -100,7 +100,14 @@ absl::StatusOr<std::vector<std::string>> Client::CallRaw(const std::vector<std::
 absl::Status Client::Call(MessageType type, google::protobuf::Message& request, MessageType reply_type,
                           google::protobuf::Message& reply) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  if (endpoints_.size() == 1) return CallOnce(type, request, reply_type, reply, deadline, options_.timeout_ms);
+  if (endpoints_.size() == 1) {
+    absl::Status s = CallOnce(type, request, reply_type, reply, deadline, options_.timeout_ms);
+    const std::string leader = protocol::LeaderEndpoint(s);
+    // One endpoint that is a standby (a Service address): the named leader is tried next.
+    if (!absl::IsUnavailable(s) || leader.empty() || leader == endpoints_[0]) return s;
+    endpoints_.push_back(leader);
+    if (absl::Status c = ConnectTo(1); !c.ok()) return c;
+  }
   // A dead endpoint costs one share of the bound; a standby answers at once.
   const int share = std::max(100, options_.timeout_ms / static_cast<int>(endpoints_.size()));
   absl::Status last;
@@ -113,8 +120,11 @@ absl::Status Client::Call(MessageType type, google::protobuf::Message& request, 
     // The leader a standby named, when it is another endpoint; else the next one.
     size_t next = (current_ + 1) % endpoints_.size();
     const std::string leader = protocol::LeaderEndpoint(last);
-    for (size_t i = 0; i < endpoints_.size(); ++i) {
-      if (!leader.empty() && endpoints_[i] == leader && i != current_) next = i;
+    if (!leader.empty() && leader != endpoints_[current_]) {
+      // The leader, also when it is not listed (a Service address in front of pods).
+      auto it = std::find(endpoints_.begin(), endpoints_.end(), leader);
+      if (it == endpoints_.end()) it = endpoints_.insert(endpoints_.end(), leader);
+      next = static_cast<size_t>(it - endpoints_.begin());
     }
     if (++tried % endpoints_.size() == 0) {
       // Every endpoint refused (a failover under way): a short pause.

@@ -28,6 +28,7 @@
 #include "daemon/etcd_state_store.h"
 #include "gtest/gtest.h"
 #include "integrations/client/client.h"
+#include "protocol/framing.h"
 #include "protocol/status.h"
 #include "tests/daemon/daemon_harness.h"
 
@@ -165,6 +166,10 @@ class Phasord {
     return -1;
   }
   void Signal(int signal) { ::kill(pid_, signal); }
+  std::string Log() const {
+    std::ifstream log(dir_ + "/log");
+    return std::string(std::istreambuf_iterator<char>(log), {});
+  }
   std::string endpoint() const { return "ipc://" + dir_ + "/requests"; }
 
  private:
@@ -199,11 +204,14 @@ class EtcdTest : public ::testing::Test {
   std::string dir_;
 };
 
-// Which phasord leads: the one whose own endpoint answers Health.
+// Which phasord leads: the one that answers Health itself.
 int LeaderIndex(const std::vector<std::unique_ptr<Phasord>>& ps, const std::set<int>& skip = {}) {
   for (size_t i = 0; i < ps.size(); ++i) {
     if (skip.contains(static_cast<int>(i))) continue;
-    if (Connect(ps[i]->endpoint(), 300)->Health().ok()) return static_cast<int>(i);
+    // CallRaw: this phasord's own answer (a client would follow a standby's redirect).
+    absl::StatusOr<std::vector<std::string>> raw = Connect(ps[i]->endpoint(), 300)->CallRaw(
+        protocol::EncodeFrames(protocol::MessageType::kHealth, v1::Health()));
+    if (raw.ok() && raw->size() == 3 && (*raw)[1] == "HealthReply") return static_cast<int>(i);
   }
   return -1;
 }
@@ -275,9 +283,21 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   ASSERT_GE(first, 0);
   // A standby answers UNAVAILABLE naming the leader.
   const int standby = (first + 1) % 3;
-  absl::StatusOr<v1::HealthReply> refused = Connect(ps[standby]->endpoint(), 1000)->Health();
-  EXPECT_EQ(protocol::WireCode(refused.status()), v1::Error::UNAVAILABLE);
-  EXPECT_EQ(protocol::LeaderEndpoint(refused.status()), ps[first]->endpoint()) << refused.status();
+  v1::Health health;
+  health.set_request_id(7);
+  absl::StatusOr<std::vector<std::string>> raw =
+      Connect(ps[standby]->endpoint(), 1000)->CallRaw(protocol::EncodeFrames(protocol::MessageType::kHealth, health));
+  ASSERT_TRUE(raw.ok() && raw->size() == 3) << raw.status();
+  EXPECT_EQ((*raw)[1], "Error");
+  v1::Error refused;
+  ASSERT_TRUE(refused.ParseFromString((*raw)[2]));
+  EXPECT_EQ(refused.code(), v1::Error::UNAVAILABLE);
+  EXPECT_EQ(refused.request_id(), 7u);
+  EXPECT_EQ(refused.leader_endpoint(), ps[first]->endpoint());
+  EXPECT_EQ(refused.message(), absl::StrCat("not the leader: this phasord is a standby; 'p", first, "' leads at ",
+                                            ps[first]->endpoint()));
+  // A client given the standby alone follows the leader it names.
+  EXPECT_TRUE(Connect(ps[standby]->endpoint(), 2000)->Health().ok());
 
   const auto killed = Steady::now();
   ps[first]->Kill(SIGKILL);
@@ -303,14 +323,28 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   ps[second]->Signal(SIGSTOP);
   int third = -1;
   ASSERT_TRUE(WaitUpTo(15000, [&] { return (third = LeaderIndex(ps, {second})) >= 0; }));
-  absl::Status late;
-  std::thread commit([&] { late = direct->Commit(pending->ranking_id, "c").status(); });
+  // CallRaw: this one phasord's answer, without the client's failover.
+  v1::CommitPlacement late_commit;
+  late_commit.set_request_id(9);
+  late_commit.set_ranking_id(pending->ranking_id);
+  late_commit.set_candidate("c");
+  absl::StatusOr<std::vector<std::string>> late;
+  std::thread commit([&] {
+    late = direct->CallRaw(protocol::EncodeFrames(protocol::MessageType::kCommitPlacement, late_commit));
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ps[second]->Signal(SIGCONT);
   commit.join();
-  EXPECT_FALSE(late.ok());
+  // Refused (UNAVAILABLE), or no answer at all if it exited first.
+  if (late.ok()) {
+    ASSERT_EQ(late->size(), 3u);
+    EXPECT_EQ((*late)[1], "Error");
+    v1::Error error;
+    ASSERT_TRUE(error.ParseFromString((*late)[2]));
+    EXPECT_EQ(error.code(), v1::Error::UNAVAILABLE) << error.message();
+  }
   const int status = ps[second]->WaitExit(5000);
-  ASSERT_NE(status, -1);
+  ASSERT_NE(status, -1) << ps[second]->Log();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
   EXPECT_EQ(c->GetOffset("z1").status().code(), absl::StatusCode::kNotFound);
   for (const auto& [job, o] : acked) EXPECT_EQ((*c->GetOffset(job)).version(), o.version()) << job;
