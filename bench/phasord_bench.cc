@@ -141,6 +141,35 @@ void BM_RankRoundTrip16(benchmark::State& state) {
 }
 BENCHMARK(BM_RankRoundTrip16)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// A commit's round trip alone (its ranking made before the clock starts):
+// with etcd one txn in the cluster's quorum before the reply.
+void BM_CommitRoundTrip(benchmark::State& state) {
+  auto c = NewClient();
+  const v1::RankRequest request = protocol::ToProto(SixteenCandidates());
+  std::vector<double> us;
+  for (auto _ : state) {
+    state.PauseTiming();
+    absl::StatusOr<v1::RankReply> ranked = c->Rank(request);
+    state.ResumeTiming();
+    if (!ranked.ok() || ranked->ranked_size() == 0) {
+      state.SkipWithError("rank failed");
+      break;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<v1::CommitReply> commit = c->Commit(ranked->ranking_id(), ranked->ranked(0).candidate());
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    if (!commit.ok()) {
+      state.SkipWithError("commit failed");
+      break;
+    }
+  }
+  if (us.empty()) return;
+  std::sort(us.begin(), us.end());
+  state.counters["p50_us"] = us[us.size() / 2];
+  state.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+}
+BENCHMARK(BM_CommitRoundTrip)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // Sustained throughput: N clients, each with its own socket, back to back.
 void BM_RankThroughput16(benchmark::State& state) {
   auto c = NewClient();

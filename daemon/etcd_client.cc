@@ -54,6 +54,9 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints, int timeout_ms)
     c->set_read_timeout(sec, usec);
     c->set_write_timeout(sec, usec);
     c->set_keep_alive(true);
+    // cpp-httplib writes the header and the body in two sends: with Nagle's
+    // algorithm the body waits for the header's delayed ACK (40 ms a call).
+    c->set_tcp_nodelay(true);
     clients_.push_back(std::move(c));
   }
 }
