@@ -171,6 +171,7 @@ class Phasord {
     return std::string(std::istreambuf_iterator<char>(log), {});
   }
   std::string endpoint() const { return "ipc://" + dir_ + "/requests"; }
+  std::string offsets() const { return "ipc://" + dir_ + "/offsets"; }
 
  private:
   std::string dir_;
@@ -313,6 +314,22 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
     EXPECT_EQ(got->origin_epoch_us(), o.origin_epoch_us()) << job;
     EXPECT_EQ(got->version(), o.version()) << job;  // agents do not re-align
   }
+  // An agent's subscriber given every phasord hears the new leader's offset,
+  // with the version it had: no re-alignment.
+  std::vector<std::string> offset_eps;
+  for (const auto& p : ps) offset_eps.push_back(p->offsets());
+  client::OffsetSubscriberOptions so;
+  so.job = "a0";
+  so.request_endpoint = absl::StrJoin(eps, ",");
+  so.offset_endpoint = absl::StrJoin(offset_eps, ",");
+  auto agent = *client::OffsetSubscriber::Connect(so);
+  std::vector<v1::OffsetUpdate> heard;
+  ASSERT_TRUE(WaitUpTo(5000, [&] {
+    agent->RequestOffset();
+    for (const v1::OffsetUpdate& u : agent->Poll(100)) heard.push_back(u);
+    return !heard.empty();
+  }));
+  for (const v1::OffsetUpdate& u : heard) EXPECT_EQ(u.version(), acked["a0"].version());
   ASSERT_TRUE(ps[first]->Start());  // back, as a standby
 
   // The leader stopped past its lease: a commit queued to it while stopped
