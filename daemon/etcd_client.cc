@@ -93,10 +93,12 @@ absl::StatusOr<std::string> EtcdClient::Post(const std::string& path, const std:
     current_ = i;
     return std::move(r->body);
   }
-  return absl::UnavailableError(absl::StrCat("etcd ", path, ": no member answered (last: ", why, ")"));
+  return absl::UnavailableError(
+      absl::StrCat("etcd ", path, ": no member answered (last: ", why, ")"));
 }
 
-absl::StatusOr<std::vector<EtcdKv>> EtcdClient::Range(const std::string& key, const EtcdRangeOptions& o) {
+absl::StatusOr<std::vector<EtcdKv>> EtcdClient::Range(const std::string& key,
+                                                      const EtcdRangeOptions& o) {
   json req = {{"key", B64(key)}};
   if (!o.range_end.empty()) req["range_end"] = B64(o.range_end);
   if (o.keys_only) req["keys_only"] = true;
@@ -108,7 +110,8 @@ absl::StatusOr<std::vector<EtcdKv>> EtcdClient::Range(const std::string& key, co
   absl::StatusOr<std::string> body = Post("/v3/kv/range", req.dump());
   if (!body.ok()) return body.status();
   json reply = json::parse(*body, nullptr, false);
-  if (reply.is_discarded() || !reply.is_object()) return absl::InternalError("etcd range: unparsable reply");
+  if (reply.is_discarded() || !reply.is_object())
+    return absl::InternalError("etcd range: unparsable reply");
   std::vector<EtcdKv> out;
   if (auto it = reply.find("kvs"); it != reply.end() && it->is_array()) {
     for (const json& kv : *it) out.push_back(ToKv(kv));
@@ -141,28 +144,35 @@ absl::StatusOr<EtcdTxnResult> EtcdClient::Txn(const std::vector<EtcdCompare>& co
   absl::StatusOr<std::string> body = Post("/v3/kv/txn", req.dump());
   if (!body.ok()) return body.status();
   json reply = json::parse(*body, nullptr, false);
-  if (reply.is_discarded() || !reply.is_object()) return absl::InternalError("etcd txn: unparsable reply");
+  if (reply.is_discarded() || !reply.is_object())
+    return absl::InternalError("etcd txn: unparsable reply");
   EtcdTxnResult out;
   out.succeeded = reply.value("succeeded", false);
-  if (auto h = reply.find("header"); h != reply.end() && h->is_object()) out.revision = Int(*h, "revision");
+  if (auto h = reply.find("header"); h != reply.end() && h->is_object())
+    out.revision = Int(*h, "revision");
   return out;
 }
 
 absl::StatusOr<int64_t> EtcdClient::LeaseGrant(int64_t ttl_s) {
-  absl::StatusOr<std::string> body = Post("/v3/lease/grant", json({{"TTL", std::to_string(ttl_s)}}).dump());
+  absl::StatusOr<std::string> body =
+      Post("/v3/lease/grant", json({{"TTL", std::to_string(ttl_s)}}).dump());
   if (!body.ok()) return body.status();
   json reply = json::parse(*body, nullptr, false);
-  if (reply.is_discarded() || !reply.is_object()) return absl::InternalError("etcd lease grant: unparsable reply");
+  if (reply.is_discarded() || !reply.is_object())
+    return absl::InternalError("etcd lease grant: unparsable reply");
   const int64_t id = Int(reply, "ID");
-  if (id == 0) return absl::InternalError(absl::StrCat("etcd lease grant: no lease: ", body->substr(0, 300)));
+  if (id == 0)
+    return absl::InternalError(absl::StrCat("etcd lease grant: no lease: ", body->substr(0, 300)));
   return id;
 }
 
 absl::StatusOr<int64_t> EtcdClient::LeaseKeepAlive(int64_t id) {
-  absl::StatusOr<std::string> body = Post("/v3/lease/keepalive", json({{"ID", std::to_string(id)}}).dump());
+  absl::StatusOr<std::string> body =
+      Post("/v3/lease/keepalive", json({{"ID", std::to_string(id)}}).dump());
   if (!body.ok()) return body.status();
   json reply = json::parse(*body, nullptr, false);
-  if (reply.is_discarded() || !reply.is_object()) return absl::InternalError("etcd keepalive: unparsable reply");
+  if (reply.is_discarded() || !reply.is_object())
+    return absl::InternalError("etcd keepalive: unparsable reply");
   auto it = reply.find("result");
   if (it == reply.end() || !it->is_object()) {
     return absl::InternalError(absl::StrCat("etcd keepalive: ", body->substr(0, 300)));
@@ -171,7 +181,8 @@ absl::StatusOr<int64_t> EtcdClient::LeaseKeepAlive(int64_t id) {
 }
 
 absl::Status EtcdClient::LeaseRevoke(int64_t id) {
-  absl::StatusOr<std::string> body = Post("/v3/lease/revoke", json({{"ID", std::to_string(id)}}).dump());
+  absl::StatusOr<std::string> body =
+      Post("/v3/lease/revoke", json({{"ID", std::to_string(id)}}).dump());
   return body.ok() ? absl::OkStatus() : body.status();
 }
 

@@ -68,7 +68,7 @@ struct EtcdTxnResult {
 struct EtcdRangeOptions {
   std::string range_end;  // empty: the one key
   bool keys_only = false;
-  int64_t limit = 0;  // 0: all
+  int64_t limit = 0;        // 0: all
   bool descending = false;  // by key
 };
 
@@ -80,9 +80,11 @@ class EtcdClient {
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
-  absl::StatusOr<std::vector<EtcdKv>> Range(const std::string& key, const EtcdRangeOptions& options = {});
+  absl::StatusOr<std::vector<EtcdKv>> Range(const std::string& key,
+                                            const EtcdRangeOptions& options = {});
   // All compares must hold for `success` to be applied; otherwise nothing is.
-  absl::StatusOr<EtcdTxnResult> Txn(const std::vector<EtcdCompare>& compares, const std::vector<EtcdOp>& success);
+  absl::StatusOr<EtcdTxnResult> Txn(const std::vector<EtcdCompare>& compares,
+                                    const std::vector<EtcdOp>& success);
   // A new lease of `ttl_s` seconds: its id.
   absl::StatusOr<int64_t> LeaseGrant(int64_t ttl_s);
   // Renews the lease: its TTL in seconds, 0 when it has expired (or never was).

@@ -80,10 +80,13 @@ std::string NameAfter(const std::string& key, const std::string& prefix) {
 EtcdStateStore::EtcdStateStore(const EtcdOptions& options, EtcdFence fence)
     : options_(options),
       fence_(std::move(fence)),
-      client_(std::make_unique<EtcdClient>(options.endpoints, static_cast<int>(options.timeout_ms))),
-      writer_client_(std::make_unique<EtcdClient>(options.endpoints, static_cast<int>(options.timeout_ms))) {}
+      client_(
+          std::make_unique<EtcdClient>(options.endpoints, static_cast<int>(options.timeout_ms))),
+      writer_client_(
+          std::make_unique<EtcdClient>(options.endpoints, static_cast<int>(options.timeout_ms))) {}
 
-absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(const EtcdOptions& options, EtcdFence fence) {
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(const EtcdOptions& options,
+                                                                     EtcdFence fence) {
   std::unique_ptr<EtcdStateStore> store(new EtcdStateStore(options, std::move(fence)));
   if (absl::Status s = store->Load(); !s.ok()) {
     return absl::UnavailableError(absl::StrCat("state_store.etcd: ", s.message()));
@@ -153,7 +156,8 @@ absl::Status EtcdStateStore::Load() {
   keys_only.range_end = EtcdClient::PrefixEnd(quarantine);
   kvs = client_->Range(quarantine, keys_only);
   if (!kvs.ok()) return kvs.status();
-  for (const EtcdKv& kv : *kvs) next_seq_ = std::max(next_seq_, ParseU64(NameAfter(kv.key, quarantine)) + 1);
+  for (const EtcdKv& kv : *kvs)
+    next_seq_ = std::max(next_seq_, ParseU64(NameAfter(kv.key, quarantine)) + 1);
   absl::StatusOr<std::map<std::string, uint64_t>> markers = LoadReleaseMarkers();
   if (!markers.ok()) return markers.status();
   markers_ = *std::move(markers);
@@ -162,7 +166,8 @@ absl::Status EtcdStateStore::Load() {
 
 absl::Status EtcdStateStore::FencedTxn(EtcdClient& client, const std::vector<EtcdOp>& ops) {
   if (fenced_) {
-    return protocol::NotLeaderStatus("state_store: this phasord no longer leads: write refused", "");
+    return protocol::NotLeaderStatus("state_store: this phasord no longer leads: write refused",
+                                     "");
   }
   absl::StatusOr<EtcdTxnResult> r = client.Txn({{fence_.leader_key, fence_.create_revision}}, ops);
   if (!r.ok()) {
@@ -171,8 +176,9 @@ absl::Status EtcdStateStore::FencedTxn(EtcdClient& client, const std::vector<Etc
   if (!r->succeeded) {
     fenced_ = true;
     return protocol::NotLeaderStatus(
-        absl::StrCat("state_store: the leader key ", fence_.leader_key, " is no longer this phasord's (created at ",
-                     fence_.create_revision, "): another phasord leads; write refused"),
+        absl::StrCat("state_store: the leader key ", fence_.leader_key,
+                     " is no longer this phasord's (created at ", fence_.create_revision,
+                     "): another phasord leads; write refused"),
         "");
   }
   return absl::OkStatus();
@@ -226,7 +232,8 @@ void EtcdStateStore::WriterLoop() {
     absl::Status s = FencedTxn(*writer_client_, all);
     if (!s.ok() && !batch[0]->sync) {
       failed_async_ += batch.size();
-      spdlog::warn("phasord: state_store: {} queued writes lost: {}", batch.size(), std::string(s.message()));
+      spdlog::warn("phasord: state_store: {} queued writes lost: {}", batch.size(),
+                   std::string(s.message()));
     }
     lock.lock();
     writing_ = false;
@@ -251,7 +258,8 @@ absl::StatusOr<int64_t> EtcdStateStore::EpochOr(int64_t initial) {
   if (!kvs.ok()) return kvs.status();
   if (!kvs->empty()) {
     int64_t v = 0;
-    if (!absl::SimpleAtoi((*kvs)[0].value, &v)) return absl::InternalError("state_store: meta/epoch is not a number");
+    if (!absl::SimpleAtoi((*kvs)[0].value, &v))
+      return absl::InternalError("state_store: meta/epoch is not a number");
     return v;
   }
   if (absl::Status s = Enqueue({EtcdOp::Put(key, absl::StrCat(initial))}, true); !s.ok()) return s;
@@ -259,11 +267,12 @@ absl::StatusOr<int64_t> EtcdStateStore::EpochOr(int64_t initial) {
 }
 
 absl::Status EtcdStateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
-  const std::string value = Encode({{"t", r.created_epoch_us}, {"reply", Bin(r.reply)}, {"cand", Bin(r.candidates)}});
+  const std::string value =
+      Encode({{"t", r.created_epoch_us}, {"reply", Bin(r.reply)}, {"cand", Bin(r.candidates)}});
   if (value.size() > kMaxBytesPerTxn) {
-    return absl::ResourceExhaustedError(absl::StrCat("state_store: ranking ", r.id, " takes ", value.size(),
-                                                     " bytes, above the ", kMaxBytesPerTxn,
-                                                     " one etcd write may hold: not kept"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("state_store: ranking ", r.id, " takes ", value.size(), " bytes, above the ",
+                     kMaxBytesPerTxn, " one etcd write may hold: not kept"));
   }
   std::vector<EtcdOp> ops = {EtcdOp::Put(RankingKey(r.id), value)};
   kept_.push_back({r.id, r.created_epoch_us, value.size()});
@@ -307,16 +316,19 @@ absl::Status EtcdStateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
 
 absl::StatusOr<StoredRanking> EtcdStateStore::GetRanking(uint64_t id) {
   if (auto it = recent_.find(id); it != recent_.end()) {
-    const bool kept = std::any_of(kept_.begin(), kept_.end(), [&](const KeptRanking& k) { return k.id == id; });
+    const bool kept =
+        std::any_of(kept_.begin(), kept_.end(), [&](const KeptRanking& k) { return k.id == id; });
     if (kept) return it->second;
   }
   absl::StatusOr<std::vector<EtcdKv>> kvs = client_->Range(RankingKey(id));
   if (!kvs.ok()) return kvs.status();
   if (kvs->empty()) {
-    return absl::NotFoundError(absl::StrCat("ranking_id: ranking ", id, " is unknown (never made or pruned)"));
+    return absl::NotFoundError(
+        absl::StrCat("ranking_id: ranking ", id, " is unknown (never made or pruned)"));
   }
   const json v = Decode((*kvs)[0].value);
-  if (v.is_discarded()) return absl::InternalError(absl::StrCat("state_store: ranking ", id, " does not decode"));
+  if (v.is_discarded())
+    return absl::InternalError(absl::StrCat("state_store: ranking ", id, " does not decode"));
   return StoredRanking{id, IntOf(v, "t"), BinOf(v, "reply"), BinOf(v, "cand")};
 }
 
@@ -338,24 +350,27 @@ std::vector<EtcdOp> EtcdStateStore::LinkScoreOps(const LinkScoreSample& s) {
 
 absl::Status EtcdStateStore::Commit(const std::vector<StoredPlacement>& placements,
                                     const std::vector<StoredOffset>& offsets,
-                                    const std::vector<LinkScoreSample>& samples, const CommittedInputs& inputs) {
+                                    const std::vector<LinkScoreSample>& samples,
+                                    const CommittedInputs& inputs) {
   std::vector<EtcdOp> ops;
   for (const StoredPlacement& p : placements) {
-    ops.push_back(EtcdOp::Put(Key("placements", p.job),
-                              Encode({{"c", p.candidate},
-                                      {"r", static_cast<int64_t>(p.ranking_id)},
-                                      {"l", Bin(p.links)},
-                                      {"t", p.committed_epoch_us},
-                                      {"s", Bin(p.servers)}})));
+    ops.push_back(
+        EtcdOp::Put(Key("placements", p.job), Encode({{"c", p.candidate},
+                                                      {"r", static_cast<int64_t>(p.ranking_id)},
+                                                      {"l", Bin(p.links)},
+                                                      {"t", p.committed_epoch_us},
+                                                      {"s", Bin(p.servers)}})));
   }
   if (!placements.empty()) {
-    ops.push_back(EtcdOp::Put(options_.prefix + "/meta/placement_version", absl::StrCat(placement_version_ + 1)));
+    ops.push_back(EtcdOp::Put(options_.prefix + "/meta/placement_version",
+                              absl::StrCat(placement_version_ + 1)));
   }
   for (const StoredOffset& o : offsets) {
-    ops.push_back(EtcdOp::Put(Key("offsets", o.job), Encode({{"o", o.origin_epoch_us},
-                                                             {"p", int64_t{o.period_us}},
-                                                             {"s", int64_t{o.shift_us}},
-                                                             {"v", static_cast<int64_t>(o.version)}})));
+    ops.push_back(
+        EtcdOp::Put(Key("offsets", o.job), Encode({{"o", o.origin_epoch_us},
+                                                   {"p", int64_t{o.period_us}},
+                                                   {"s", int64_t{o.shift_us}},
+                                                   {"v", static_cast<int64_t>(o.version)}})));
   }
   // Samples beyond what one txn holds are kept in memory's count only for
   // the newest; older samples of a large commit would be pruned at once anyway.
@@ -365,15 +380,16 @@ absl::Status EtcdStateStore::Commit(const std::vector<StoredPlacement>& placemen
     std::vector<EtcdOp> more = LinkScoreOps(s);
     ops.insert(ops.end(), more.begin(), more.end());
   }
-  for (const auto& [job, profile] : inputs.profiles) ops.push_back(EtcdOp::Put(Key("committed_profiles", job), profile));
+  for (const auto& [job, profile] : inputs.profiles)
+    ops.push_back(EtcdOp::Put(Key("committed_profiles", job), profile));
   for (const auto& [link, capacity] : inputs.capacities_gbps) {
     ops.push_back(EtcdOp::Put(Key("committed_links", link), Encode({{"c", capacity}})));
   }
   absl::Status s;
   if (ops.size() > kMaxOpsPerTxn * 8) {
-    s = absl::ResourceExhaustedError(absl::StrCat("state_store: a commit of ", ops.size(),
-                                                  " writes is more than one etcd txn holds (", kMaxOpsPerTxn * 8,
-                                                  "; etcd's --max-txn-ops must allow them)"));
+    s = absl::ResourceExhaustedError(absl::StrCat(
+        "state_store: a commit of ", ops.size(), " writes is more than one etcd txn holds (",
+        kMaxOpsPerTxn * 8, "; etcd's --max-txn-ops must allow them)"));
   } else {
     s = Enqueue(std::move(ops), true);
   }
@@ -386,8 +402,8 @@ absl::Status EtcdStateStore::Commit(const std::vector<StoredPlacement>& placemen
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> EtcdStateStore::Release(const std::vector<std::string>& jobs,
-                                                                 const ReleaseExtras& extras) {
+absl::StatusOr<std::vector<std::string>> EtcdStateStore::Release(
+    const std::vector<std::string>& jobs, const ReleaseExtras& extras) {
   std::vector<EtcdOp> ops;
   std::vector<std::string> released;
   for (const std::string& job : jobs) {
@@ -412,7 +428,8 @@ absl::StatusOr<std::vector<std::string>> EtcdStateStore::Release(const std::vect
     ops.push_back(EtcdOp::Delete(Key("committed_links", link)));
   }
   if (!released.empty()) {
-    ops.push_back(EtcdOp::Put(options_.prefix + "/meta/placement_version", absl::StrCat(placement_version_ + 1)));
+    ops.push_back(EtcdOp::Put(options_.prefix + "/meta/placement_version",
+                              absl::StrCat(placement_version_ + 1)));
   }
   if (absl::Status s = Enqueue(std::move(ops), true); !s.ok()) return s;
   if (!released.empty()) ++placement_version_;
@@ -437,7 +454,8 @@ absl::StatusOr<uint64_t> EtcdStateStore::PlacementVersion() { return placement_v
 absl::StatusOr<CommittedInputs> EtcdStateStore::LoadCommittedInputs() {
   CommittedInputs out;
   const std::string profiles = options_.prefix + "/committed_profiles/";
-  absl::StatusOr<std::vector<EtcdKv>> kvs = client_->Range(profiles, {EtcdClient::PrefixEnd(profiles)});
+  absl::StatusOr<std::vector<EtcdKv>> kvs =
+      client_->Range(profiles, {EtcdClient::PrefixEnd(profiles)});
   if (!kvs.ok()) return kvs.status();
   for (const EtcdKv& kv : *kvs) out.profiles[Unescape(NameAfter(kv.key, profiles))] = kv.value;
   const std::string links = options_.prefix + "/committed_links/";
@@ -501,16 +519,17 @@ absl::StatusOr<std::vector<StoredPlacement>> EtcdStateStore::LoadPlacements() {
       out.push_back({job, "", 0, std::string("\xff", 1), 0, ""});
       continue;
     }
-    out.push_back({job, StrOf(v, "c"), static_cast<uint64_t>(IntOf(v, "r")), BinOf(v, "l"), IntOf(v, "t"),
-                   BinOf(v, "s")});
+    out.push_back({job, StrOf(v, "c"), static_cast<uint64_t>(IntOf(v, "r")), BinOf(v, "l"),
+                   IntOf(v, "t"), BinOf(v, "s")});
   }
   return out;
 }
 
 absl::Status EtcdStateStore::PutProfile(const StoredProfile& p) {
-  return Enqueue({EtcdOp::Put(absl::StrCat(options_.prefix, "/profiles/", p.kind, "/", Escape(p.subject)),
-                              Encode({{"u", Bin(p.update)}, {"t", p.updated_epoch_us}}))},
-                 false);
+  return Enqueue(
+      {EtcdOp::Put(absl::StrCat(options_.prefix, "/profiles/", p.kind, "/", Escape(p.subject)),
+                   Encode({{"u", Bin(p.update)}, {"t", p.updated_epoch_us}}))},
+      false);
 }
 
 absl::StatusOr<std::vector<StoredProfile>> EtcdStateStore::LoadProfiles() {
@@ -523,7 +542,8 @@ absl::StatusOr<std::vector<StoredProfile>> EtcdStateStore::LoadProfiles() {
     const size_t slash = rest.find('/');
     int kind = 0;
     const json v = Decode(kv.value);
-    if (slash == std::string::npos || !absl::SimpleAtoi(rest.substr(0, slash), &kind) || v.is_discarded()) {
+    if (slash == std::string::npos || !absl::SimpleAtoi(rest.substr(0, slash), &kind) ||
+        v.is_discarded()) {
       spdlog::warn("phasord: state_store: {} does not decode; ignored", kv.key);
       continue;
     }
@@ -539,7 +559,8 @@ absl::Status EtcdStateStore::AddLinkScore(const LinkScoreSample& sample) {
   return Enqueue(LinkScoreOps(sample), false);
 }
 
-absl::StatusOr<std::vector<LinkScoreSample>> EtcdStateStore::LinkScoreHistory(const std::string& link, int limit) {
+absl::StatusOr<std::vector<LinkScoreSample>> EtcdStateStore::LinkScoreHistory(
+    const std::string& link, int limit) {
   Flush();  // what was queued is read back too
   const std::string prefix = absl::StrCat(options_.prefix, "/link_scores/", Escape(link), "/");
   EtcdRangeOptions o{EtcdClient::PrefixEnd(prefix)};
@@ -563,14 +584,18 @@ absl::Status EtcdStateStore::Quarantine(const BadRow& row, int64_t at_epoch_us) 
     key = Key(row.table, row.key);
   } else if (row.table == "profiles") {
     const size_t slash = row.key.find('/');
-    if (slash == std::string::npos) return absl::InvalidArgumentError("quarantine: a profile key is KIND/SUBJECT");
-    key = absl::StrCat(options_.prefix, "/profiles/", row.key.substr(0, slash), "/", Escape(row.key.substr(slash + 1)));
+    if (slash == std::string::npos)
+      return absl::InvalidArgumentError("quarantine: a profile key is KIND/SUBJECT");
+    key = absl::StrCat(options_.prefix, "/profiles/", row.key.substr(0, slash), "/",
+                       Escape(row.key.substr(slash + 1)));
   } else {
     return absl::InvalidArgumentError(absl::StrCat("quarantine: no table '", row.table, "'"));
   }
   const uint64_t seq = next_seq_++;
   return Enqueue({EtcdOp::Put(absl::StrFormat("%s/quarantine/%020u", options_.prefix, seq),
-                              Encode({{"table", row.table}, {"key", row.key}, {"reason", row.reason},
+                              Encode({{"table", row.table},
+                                      {"key", row.key},
+                                      {"reason", row.reason},
                                       {"t", at_epoch_us}})),
                   EtcdOp::Delete(key)},
                  true);

@@ -59,26 +59,31 @@ class EtcdStateStore final : public StateStore {
  public:
   // Reads what the writer needs from etcd (counters, kept rankings' ids).
   // Unavailable when no member answers.
-  static absl::StatusOr<std::unique_ptr<EtcdStateStore>> Open(const EtcdOptions& options, EtcdFence fence);
+  static absl::StatusOr<std::unique_ptr<EtcdStateStore>> Open(const EtcdOptions& options,
+                                                              EtcdFence fence);
   ~EtcdStateStore() override;
 
   absl::StatusOr<int64_t> EpochOr(int64_t initial) override;
   absl::Status PutRanking(const StoredRanking& ranking, uint64_t keep) override;
   absl::StatusOr<StoredRanking> GetRanking(uint64_t id) override;
   absl::StatusOr<uint64_t> MaxRankingId() override;
-  absl::Status Commit(const std::vector<StoredPlacement>& placements, const std::vector<StoredOffset>& offsets,
-                      const std::vector<LinkScoreSample>& samples, const CommittedInputs& inputs = {}) override;
+  absl::Status Commit(const std::vector<StoredPlacement>& placements,
+                      const std::vector<StoredOffset>& offsets,
+                      const std::vector<LinkScoreSample>& samples,
+                      const CommittedInputs& inputs = {}) override;
   absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs,
                                                    const ReleaseExtras& extras = {}) override;
   absl::StatusOr<std::map<std::string, uint64_t>> LoadReleaseMarkers() override;
   absl::StatusOr<uint64_t> PlacementVersion() override;
   absl::StatusOr<CommittedInputs> LoadCommittedInputs() override;
-  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets(std::vector<BadRow>* bad = nullptr) override;
+  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets(
+      std::vector<BadRow>* bad = nullptr) override;
   absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements() override;
   absl::Status PutProfile(const StoredProfile& profile) override;
   absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() override;
   absl::Status AddLinkScore(const LinkScoreSample& sample) override;
-  absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit) override;
+  absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link,
+                                                                int limit) override;
   absl::Status Quarantine(const BadRow& row, int64_t at_epoch_us) override;
   absl::StatusOr<std::vector<BadRow>> LoadQuarantine() override;
 

@@ -12,7 +12,8 @@ namespace {
 using Steady = std::chrono::steady_clock;
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -22,13 +23,17 @@ LeaderElection::LeaderElection(const EtcdOptions& options, std::string name, std
       name_(std::move(name)),
       endpoint_(std::move(endpoint)),
       key_(options.prefix + "/leader"),
-      client_(std::make_unique<EtcdClient>(options.endpoints, static_cast<int>(options.timeout_ms))) {}
+      client_(
+          std::make_unique<EtcdClient>(options.endpoints, static_cast<int>(options.timeout_ms))) {}
 
-absl::StatusOr<std::unique_ptr<LeaderElection>> LeaderElection::Start(const EtcdOptions& options, std::string name,
+absl::StatusOr<std::unique_ptr<LeaderElection>> LeaderElection::Start(const EtcdOptions& options,
+                                                                      std::string name,
                                                                       std::string endpoint) {
-  std::unique_ptr<LeaderElection> e(new LeaderElection(options, std::move(name), std::move(endpoint)));
+  std::unique_ptr<LeaderElection> e(
+      new LeaderElection(options, std::move(name), std::move(endpoint)));
   absl::StatusOr<int64_t> lease = e->client_->LeaseGrant(options.lease_seconds);
-  if (!lease.ok()) return absl::UnavailableError(absl::StrCat("state_store.etcd: ", lease.status().message()));
+  if (!lease.ok())
+    return absl::UnavailableError(absl::StrCat("state_store.etcd: ", lease.status().message()));
   e->lease_ = *lease;
   e->next_keepalive_ = Steady::now() + std::chrono::milliseconds(options.lease_seconds * 1000 / 3);
   e->Campaign();
@@ -47,7 +52,9 @@ LeaderElection::~LeaderElection() {
   if (lease_ != 0) (void)client_->LeaseRevoke(lease_);
 }
 
-bool LeaderElection::Leads() const { return leading_.load() && !lost_.load() && NowNs() < deadline_ns_.load(); }
+bool LeaderElection::Leads() const {
+  return leading_.load() && !lost_.load() && NowNs() < deadline_ns_.load();
+}
 
 LeaderInfo LeaderElection::leader() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -99,7 +106,8 @@ void LeaderElection::Campaign() {
     info.create_revision = kv.create_revision;
     if (leading_ && kv.create_revision != my_revision_) {
       lost_ = true;
-      spdlog::error("phasord: election: '{}' holds the leader key now: no longer the leader", info.name);
+      spdlog::error("phasord: election: '{}' holds the leader key now: no longer the leader",
+                    info.name);
     }
     std::lock_guard<std::mutex> lock(mu_);
     leader_ = info;
@@ -125,7 +133,8 @@ void LeaderElection::Campaign() {
   std::lock_guard<std::mutex> lock(mu_);
   leader_ = {name_, endpoint_, r->revision};
   led_since_ = Steady::now();
-  spdlog::info("phasord: election: '{}' leads (leader key created at revision {})", name_, r->revision);
+  spdlog::info("phasord: election: '{}' leads (leader key created at revision {})", name_,
+               r->revision);
 }
 
 void LeaderElection::Loop() {

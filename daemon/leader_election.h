@@ -45,7 +45,8 @@ class LeaderElection {
  public:
   // Grants this phasord's lease and starts campaigning. `name` and
   // `endpoint` go into the leader key. Unavailable when no etcd member answers.
-  static absl::StatusOr<std::unique_ptr<LeaderElection>> Start(const EtcdOptions& options, std::string name,
+  static absl::StatusOr<std::unique_ptr<LeaderElection>> Start(const EtcdOptions& options,
+                                                               std::string name,
                                                                std::string endpoint);
   // Revokes the lease (a standby takes over at once) and stops.
   ~LeaderElection();
@@ -83,8 +84,8 @@ class LeaderElection {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mu_
-  LeaderInfo leader_;      // guarded by mu_
+  bool stopping_ = false;                            // guarded by mu_
+  LeaderInfo leader_;                                // guarded by mu_
   std::chrono::steady_clock::time_point led_since_;  // guarded by mu_
   std::thread thread_;
 };

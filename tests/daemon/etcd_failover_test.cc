@@ -13,13 +13,13 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <functional>
-#include <set>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +27,8 @@
 #include "daemon/etcd_client.h"
 #include "daemon/etcd_state_store.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
 #include "integrations/client/client.h"
 #include "protocol/framing.h"
 #include "protocol/status.h"
@@ -89,12 +91,13 @@ class EtcdCluster {
     for (int i = 0; i < n; ++i) {
       const std::string client = absl::StrCat("http://127.0.0.1:", client_ports_[i]);
       const std::string peer = absl::StrCat("http://127.0.0.1:", peer_ports_[i]);
-      pids_.push_back(Spawn({"etcd", "--name", absl::StrCat("e", i), "--data-dir", absl::StrCat(dir, "/etcd", i),
-                             "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
-                             peer, "--initial-advertise-peer-urls", peer, "--initial-cluster",
-                             absl::StrJoin(peers, ","), "--initial-cluster-state", "new", "--initial-cluster-token",
-                             dir},
-                            absl::StrCat(dir, "/etcd", i, ".log")));
+      pids_.push_back(Spawn(
+          {"etcd", "--name", absl::StrCat("e", i), "--data-dir", absl::StrCat(dir, "/etcd", i),
+           "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
+           peer, "--initial-advertise-peer-urls", peer, "--initial-cluster",
+           absl::StrJoin(peers, ","), "--initial-cluster-state", "new", "--initial-cluster-token",
+           dir},
+          absl::StrCat(dir, "/etcd", i, ".log")));
       endpoints_.push_back(client);
     }
   }
@@ -119,12 +122,15 @@ class EtcdCluster {
 
 class Phasord {
  public:
-  Phasord(const std::string& dir, const std::vector<std::string>& etcd, const std::string& name) : dir_(dir) {
+  // `extra`: lines appended under state_store.etcd (4 spaces indent).
+  Phasord(const std::string& dir, const std::vector<std::string>& etcd, const std::string& name,
+          const std::string& metrics_listen = "''", const std::string& extra = "")
+      : dir_(dir) {
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ + "/phasord.yaml") << "request_endpoint: ipc://" << dir_ << "/requests\n"
                                           << "profile_endpoint: ipc://" << dir_ << "/profiles\n"
                                           << "offset_endpoint: ipc://" << dir_ << "/offsets\n"
-                                          << "metrics_listen: ''\n"
+                                          << "metrics_listen: " << metrics_listen << "\n"
                                           << "allow_plain: true\n"
                                           << "log_level: info\n"
                                           << "state_store:\n"
@@ -132,16 +138,19 @@ class Phasord {
                                           << "  etcd:\n"
                                           << "    endpoints: " << absl::StrJoin(etcd, ",") << "\n"
                                           << "    name: " << name << "\n"
-                                          << "    lease_seconds: " << kLeaseSeconds << "\n";
+                                          << "    lease_seconds: " << kLeaseSeconds << "\n"
+                                          << extra;
   }
   ~Phasord() { Kill(SIGKILL); }
   bool Start() {
     const std::string ready = dir_ + "/ready.json";
     std::filesystem::remove(ready);
-    pid_ = Spawn({PHASORD_PATH, "--config", dir_ + "/phasord.yaml", "--ready-file", ready}, dir_ + "/log");
+    pid_ = Spawn({PHASORD_PATH, "--config", dir_ + "/phasord.yaml", "--ready-file", ready},
+                 dir_ + "/log");
     if (WaitUpTo(10000, [&] { return std::filesystem::exists(ready); })) return true;
     std::ifstream log(dir_ + "/log");
-    std::cerr << "phasord did not start: " << std::string(std::istreambuf_iterator<char>(log), {}) << "\n";
+    std::cerr << "phasord did not start: " << std::string(std::istreambuf_iterator<char>(log), {})
+              << "\n";
     return false;
   }
   int Kill(int signal) {
@@ -172,6 +181,19 @@ class Phasord {
   }
   std::string endpoint() const { return "ipc://" + dir_ + "/requests"; }
   std::string offsets() const { return "ipc://" + dir_ + "/offsets"; }
+  // The metrics port from the ready file.
+  int MetricsPort() const {
+    std::ifstream in(dir_ + "/ready.json");
+    return nlohmann::json::parse(in, nullptr, false).value("metrics_port", 0);
+  }
+  // Runs phasord to its exit (a config it refuses): the exit status and its log.
+  int RunToExit() {
+    pid_ = Spawn({PHASORD_PATH, "--config", dir_ + "/phasord.yaml"}, dir_ + "/log");
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
 
  private:
   std::string dir_;
@@ -210,8 +232,9 @@ int LeaderIndex(const std::vector<std::unique_ptr<Phasord>>& ps, const std::set<
   for (size_t i = 0; i < ps.size(); ++i) {
     if (skip.contains(static_cast<int>(i))) continue;
     // CallRaw: this phasord's own answer (a client would follow a standby's redirect).
-    absl::StatusOr<std::vector<std::string>> raw = Connect(ps[i]->endpoint(), 300)->CallRaw(
-        protocol::EncodeFrames(protocol::MessageType::kHealth, v1::Health()));
+    absl::StatusOr<std::vector<std::string>> raw =
+        Connect(ps[i]->endpoint(), 300)
+            ->CallRaw(protocol::EncodeFrames(protocol::MessageType::kHealth, v1::Health()));
     if (raw.ok() && raw->size() == 3 && (*raw)[1] == "HealthReply") return static_cast<int>(i);
   }
   return -1;
@@ -224,14 +247,17 @@ TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
   o.endpoints = etcd.endpoints();
   o.prefix = "/t";
   daemon::EtcdClient c(o.endpoints, 1000);
-  absl::StatusOr<daemon::EtcdTxnResult> lead = c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "me")});
+  absl::StatusOr<daemon::EtcdTxnResult> lead =
+      c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "me")});
   ASSERT_TRUE(lead.ok() && lead->succeeded);
   {
     auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
     EXPECT_EQ(*store->EpochOr(42), 42);
     EXPECT_EQ(*store->EpochOr(7), 42);
     ASSERT_TRUE(store->PutRanking({5, 100, "reply", "cands"}, 10).ok());
-    ASSERT_TRUE(store->Commit({{"job/1", "c", 5, "links", 9, "servers"}}, {{"job/1", 1, 1000, 10, 3}}, {}).ok());
+    ASSERT_TRUE(
+        store->Commit({{"job/1", "c", 5, "links", 9, "servers"}}, {{"job/1", 1, 1000, 10, 3}}, {})
+            .ok());
     store->Flush();
   }
   {
@@ -252,7 +278,8 @@ TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
   // Another leadership: the old one's writes fail the fence and change nothing.
   auto old_store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
   ASSERT_TRUE(c.Txn({}, {daemon::EtcdOp::Delete("/t/leader")}).ok());
-  absl::StatusOr<daemon::EtcdTxnResult> next = c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "you")});
+  absl::StatusOr<daemon::EtcdTxnResult> next =
+      c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "you")});
   ASSERT_TRUE(next.ok() && next->succeeded);
   absl::Status refused = old_store->Commit({}, {{"job/1", 1, 1000, 20, 4}}, {});
   EXPECT_EQ(protocol::WireCode(refused), v1::Error::UNAVAILABLE) << refused;
@@ -267,14 +294,16 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   std::vector<std::unique_ptr<Phasord>> ps;
   std::vector<std::string> eps;
   for (int i = 0; i < 3; ++i) {
-    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(), absl::StrCat("p", i)));
+    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(),
+                                           absl::StrCat("p", i)));
     ASSERT_TRUE(ps.back()->Start());
     eps.push_back(ps.back()->endpoint());
   }
   auto c = Connect(absl::StrJoin(eps, ","), 5000);
   std::map<std::string, v1::OffsetUpdate> acked;
   for (int n = 0; n < 5; ++n) {
-    absl::StatusOr<client::RankResult> r = c->Rank(PairRequest(absl::StrCat("a", n), absl::StrCat("b", n)));
+    absl::StatusOr<client::RankResult> r =
+        c->Rank(PairRequest(absl::StrCat("a", n), absl::StrCat("b", n)));
     ASSERT_TRUE(r.ok()) << r.status();
     absl::StatusOr<v1::CommitReply> commit = c->Commit(r->ranking_id, "c");
     ASSERT_TRUE(commit.ok()) << commit.status();
@@ -287,7 +316,8 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   v1::Health health;
   health.set_request_id(7);
   absl::StatusOr<std::vector<std::string>> raw =
-      Connect(ps[standby]->endpoint(), 1000)->CallRaw(protocol::EncodeFrames(protocol::MessageType::kHealth, health));
+      Connect(ps[standby]->endpoint(), 1000)
+          ->CallRaw(protocol::EncodeFrames(protocol::MessageType::kHealth, health));
   ASSERT_TRUE(raw.ok() && raw->size() == 3) << raw.status();
   EXPECT_EQ((*raw)[1], "Error");
   v1::Error refused;
@@ -295,8 +325,8 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   EXPECT_EQ(refused.code(), v1::Error::UNAVAILABLE);
   EXPECT_EQ(refused.request_id(), 7u);
   EXPECT_EQ(refused.leader_endpoint(), ps[first]->endpoint());
-  EXPECT_EQ(refused.message(), absl::StrCat("not the leader: this phasord is a standby; 'p", first, "' leads at ",
-                                            ps[first]->endpoint()));
+  EXPECT_EQ(refused.message(), absl::StrCat("not the leader: this phasord is a standby; 'p", first,
+                                            "' leads at ", ps[first]->endpoint()));
   // A client given the standby alone follows the leader it names.
   EXPECT_TRUE(Connect(ps[standby]->endpoint(), 2000)->Health().ok());
 
@@ -347,7 +377,8 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   late_commit.set_candidate("c");
   absl::StatusOr<std::vector<std::string>> late;
   std::thread commit([&] {
-    late = direct->CallRaw(protocol::EncodeFrames(protocol::MessageType::kCommitPlacement, late_commit));
+    late = direct->CallRaw(
+        protocol::EncodeFrames(protocol::MessageType::kCommitPlacement, late_commit));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ps[second]->Signal(SIGCONT);
@@ -367,6 +398,45 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   for (const auto& [job, o] : acked) EXPECT_EQ((*c->GetOffset(job)).version(), o.version()) << job;
 }
 
+// GET /leader is the readiness of one phasord among several (200 leading,
+// 503 standing by), and advertise_endpoint takes ${VAR} from the environment.
+TEST_F(EtcdTest, LeaderReadinessAndTheAdvertisedEndpointFromTheEnvironment) {
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.WaitReady());
+  ::setenv("PHASOR_TEST_ADVERTISE", ("ipc://" + dir_ + "/p0/requests").c_str(), 1);
+  Phasord a(dir_ + "/p0", etcd.endpoints(), "a", "127.0.0.1:0",
+            "    advertise_endpoint: ${PHASOR_TEST_ADVERTISE}\n");
+  ASSERT_TRUE(a.Start());
+  ASSERT_TRUE(WaitUpTo(10000, [&] { return Connect(a.endpoint(), 300)->Health().ok(); }));
+  Phasord b(dir_ + "/p1", etcd.endpoints(), "b", "127.0.0.1:0");
+  ASSERT_TRUE(b.Start());
+  httplib::Client ha("127.0.0.1", a.MetricsPort()), hb("127.0.0.1", b.MetricsPort());
+  auto ra = ha.Get("/leader");
+  auto rb = hb.Get("/leader");
+  ASSERT_TRUE(ra && rb);
+  EXPECT_EQ(ra->status, 200);
+  EXPECT_EQ(ra->body, "serving\n");
+  EXPECT_EQ(rb->status, 503);
+  EXPECT_EQ(rb->body, "standby\n");
+  v1::Health health;
+  absl::StatusOr<std::vector<std::string>> raw =
+      Connect(b.endpoint(), 1000)->CallRaw(protocol::EncodeFrames(protocol::MessageType::kHealth, health));
+  ASSERT_TRUE(raw.ok() && raw->size() == 3) << raw.status();
+  v1::Error refused;
+  ASSERT_TRUE(refused.ParseFromString((*raw)[2]));
+  EXPECT_EQ(refused.leader_endpoint(), "ipc://" + dir_ + "/p0/requests");
+
+  // An unset variable is named, and phasord exits 2 (a bad config).
+  Phasord bad(dir_ + "/p2", etcd.endpoints(), "c", "''", "    advertise_endpoint: tcp://${PHASOR_TEST_UNSET}:7410\n");
+  ::unsetenv("PHASOR_TEST_UNSET");
+  const int status = bad.RunToExit();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_NE(bad.Log().find("state_store.etcd.advertise_endpoint: 'tcp://${PHASOR_TEST_UNSET}:7410': "
+                           "$PHASOR_TEST_UNSET is not set"),
+            std::string::npos)
+      << bad.Log();
+}
+
 // Ten leaders killed with SIGKILL (each restarted as a standby) while eight
 // clients rank and commit: every acknowledged commit is there, with its
 // offsets' versions, at the end.
@@ -376,7 +446,8 @@ TEST_F(EtcdTest, TenFailoversUnderEightClientsLoseNoAcknowledgedCommit) {
   std::vector<std::unique_ptr<Phasord>> ps;
   std::vector<std::string> eps;
   for (int i = 0; i < 3; ++i) {
-    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(), absl::StrCat("p", i)));
+    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(),
+                                           absl::StrCat("p", i)));
     ASSERT_TRUE(ps.back()->Start());
     eps.push_back(ps.back()->endpoint());
   }
@@ -390,8 +461,8 @@ TEST_F(EtcdTest, TenFailoversUnderEightClientsLoseNoAcknowledgedCommit) {
     clients.emplace_back([&, t] {
       auto c = Connect(all, 5000);
       for (int n = 0; !stop; ++n) {
-        absl::StatusOr<client::RankResult> r = c->Rank(PairRequest(absl::StrCat("t", t, "-", n, "x"),
-                                                                    absl::StrCat("t", t, "-", n, "y")));
+        absl::StatusOr<client::RankResult> r = c->Rank(
+            PairRequest(absl::StrCat("t", t, "-", n, "x"), absl::StrCat("t", t, "-", n, "y")));
         if (!r.ok()) {
           ++failed;
           continue;
@@ -421,8 +492,10 @@ TEST_F(EtcdTest, TenFailoversUnderEightClientsLoseNoAcknowledgedCommit) {
   stop = true;
   for (std::thread& t : clients) t.join();
   std::sort(failovers.begin(), failovers.end());
-  std::printf("10 failovers: min %.2f s, median %.2f s, max %.2f s; %zu jobs acknowledged, %d calls failed\n",
-              failovers.front(), failovers[5], failovers.back(), acked.size(), failed.load());
+  std::printf(
+      "10 failovers: min %.2f s, median %.2f s, max %.2f s; %zu jobs acknowledged, %d calls "
+      "failed\n",
+      failovers.front(), failovers[5], failovers.back(), acked.size(), failed.load());
   EXPECT_LT(failovers.back(), 2.0 * kLeaseSeconds);
   ASSERT_GT(acked.size(), 100u);
   auto c = Connect(all, 5000);

@@ -55,7 +55,8 @@ TEST(ProfilePublisherTest, ABadEndpointInTheListIsNamed) {
   absl::StatusOr<std::unique_ptr<ProfilePublisher>> p = ProfilePublisher::Create(o, diagnostics);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(p.status().message().find("http://phasord:7411"), absl::string_view::npos) << p.status();
+  EXPECT_NE(p.status().message().find("http://phasord:7411"), absl::string_view::npos)
+      << p.status();
 }
 
 }  // namespace
