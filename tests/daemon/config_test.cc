@@ -252,6 +252,17 @@ TEST(ConfigTest, LoadNamesTheFile) {
 TEST(ConfigTest, ShippedExampleConfigParses) {
   absl::StatusOr<DaemonOptions> o = LoadDaemonConfig("cmd/phasord/phasord.example.yaml");
   ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->state_store.backend, "sqlite");
+}
+
+// deploy/systemd/: one host's phasord of three on etcd.
+TEST(ConfigTest, ShippedEtcdConfigParses) {
+  absl::StatusOr<DaemonOptions> o = LoadDaemonConfig("deploy/systemd/phasord-etcd.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->state_store.backend, "etcd");
+  EXPECT_EQ(o->state_store.etcd.endpoints.size(), 3u);
+  EXPECT_EQ(o->state_store.etcd.lease_seconds, 3u);
+  EXPECT_EQ(o->state_store.etcd.advertise_endpoint, "tcp://10.0.0.1:7410");
 }
 
 }  // namespace
