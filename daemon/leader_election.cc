@@ -70,9 +70,14 @@ void LeaderElection::KeepAlive() {
   const int64_t sent = NowNs();
   absl::StatusOr<int64_t> ttl = client_->LeaseKeepAlive(lease_);
   if (!ttl.ok()) {
+    // etcd electing a raft leader (a member lost) answers nothing for a
+    // second or two: try again soon, not a third of the lease later.
     spdlog::warn("phasord: election: keepalive: {}", std::string(ttl.status().message()));
+    next_keepalive_ = Steady::now() + std::chrono::milliseconds(100);
+    keepalive_failed_ = true;
     return;
   }
+  keepalive_failed_ = false;
   if (*ttl <= 0) {
     if (leading_) {
       lost_ = true;
@@ -142,18 +147,16 @@ void LeaderElection::Loop() {
   const auto poll = std::chrono::milliseconds(std::max<uint32_t>(50, options_.lease_seconds * 100));
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, leading_ ? third : poll);
+    wake_.wait_for(lock, keepalive_failed_ ? std::chrono::milliseconds(100) : leading_ ? third : poll);
     if (stopping_) return;
     lock.unlock();
-    if (Steady::now() >= next_keepalive_ || leading_) {
-      KeepAlive();
+    if (Steady::now() >= next_keepalive_ || (leading_ && !keepalive_failed_)) {
       next_keepalive_ = Steady::now() + third;
+      KeepAlive();  // sets next_keepalive_ sooner when it fails
     }
-    if (!leading_) {
-      Campaign();
-    } else if (!lost_) {
-      Campaign();  // a leader checks the key is still its own
-    }
+    // A standby tries for the key; a leader checks it is still its own. Not
+    // while keepalives fail: etcd is away, and a keepalive goes first.
+    if (!keepalive_failed_ && !lost_) Campaign();
     lock.lock();
     if (lost_) return;
   }

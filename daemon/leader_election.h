@@ -80,7 +80,8 @@ class LeaderElection {
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_{false};
   std::atomic<int64_t> my_revision_{0};
-  std::chrono::steady_clock::time_point next_keepalive_;
+  std::chrono::steady_clock::time_point next_keepalive_;  // the election thread's
+  bool keepalive_failed_ = false;                          // the election thread's: retry soon
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
