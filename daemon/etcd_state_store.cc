@@ -123,16 +123,21 @@ absl::Status EtcdStateStore::Load() {
     if (name == "placement_version") placement_version_ = ParseU64(kv.value);
     if (name == "ranking_block") ranking_block_end_ = std::max<uint64_t>(1, ParseU64(kv.value));
   }
-  // Kept rankings: ids (keys) and, for the age and size bounds, their
-  // creation time and size (values: read once, at takeover).
+  // Kept rankings: their ids (keys only: a takeover does not read every
+  // ranking's bytes). Their age counts from now and their size as 0, so the
+  // age and size bounds prune them later than they would have, never sooner;
+  // keep_rankings bounds them as before.
   const std::string rankings = options_.prefix + "/rankings/";
-  kvs = client_->Range(rankings, {EtcdClient::PrefixEnd(rankings)});
+  EtcdRangeOptions ids{EtcdClient::PrefixEnd(rankings)};
+  ids.keys_only = true;
+  kvs = client_->Range(rankings, ids);
   if (!kvs.ok()) return kvs.status();
+  const int64_t now_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   for (const EtcdKv& kv : *kvs) {
     const uint64_t id = ParseU64(NameAfter(kv.key, rankings));
-    const json v = Decode(kv.value);
-    kept_.push_back({id, v.is_discarded() ? 0 : IntOf(v, "t"), kv.value.size()});
-    kept_bytes_ += kv.value.size();
+    kept_.push_back({id, now_us, 0});
     max_ranking_id_ = std::max(max_ranking_id_, id);
   }
   // Ids below the reserved block may have been handed out by the leader
