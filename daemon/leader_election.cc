@@ -1,7 +1,10 @@
 #include "daemon/leader_election.h"
 
+#include <httplib.h>
+
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -38,6 +41,7 @@ absl::StatusOr<std::unique_ptr<LeaderElection>> LeaderElection::Start(const Etcd
   e->next_keepalive_ = Steady::now() + std::chrono::milliseconds(options.lease_seconds * 1000 / 3);
   e->Campaign();
   e->thread_ = std::thread([p = e.get()] { p->Loop(); });
+  e->watcher_ = std::thread([p = e.get()] { p->WatchLoop(); });
   return e;
 }
 
@@ -47,6 +51,11 @@ LeaderElection::~LeaderElection() {
     stopping_ = true;
   }
   wake_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (watching_ != nullptr) watching_->stop();
+  }
+  if (watcher_.joinable()) watcher_.join();
   if (thread_.joinable()) thread_.join();
   leading_ = false;
   if (lease_ != 0) (void)client_->LeaseRevoke(lease_);
@@ -147,8 +156,10 @@ void LeaderElection::Loop() {
   const auto poll = std::chrono::milliseconds(std::max<uint32_t>(50, options_.lease_seconds * 100));
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, keepalive_failed_ ? std::chrono::milliseconds(100) : leading_ ? third : poll);
+    wake_.wait_for(lock, keepalive_failed_ ? std::chrono::milliseconds(100) : leading_ ? third : poll,
+                   [this] { return stopping_ || key_deleted_; });
     if (stopping_) return;
+    key_deleted_ = false;
     lock.unlock();
     if (Steady::now() >= next_keepalive_ || (leading_ && !keepalive_failed_)) {
       next_keepalive_ = Steady::now() + third;
@@ -159,6 +170,57 @@ void LeaderElection::Loop() {
     if (!keepalive_failed_ && !lost_) Campaign();
     lock.lock();
     if (lost_) return;
+  }
+}
+
+void LeaderElection::WatchLoop() {
+  const std::string body =
+      nlohmann::json({{"create_request", {{"key", absl::Base64Escape(key_)}}}}).dump();
+  size_t member = 0;
+  while (true) {
+    httplib::Client client(options_.endpoints[member++ % options_.endpoints.size()]);
+    client.set_connection_timeout(0, static_cast<time_t>(options_.timeout_ms) * 1000);
+    client.set_read_timeout(3600, 0);  // a quiet stream is a live one
+    client.set_tcp_nodelay(true);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      watching_ = &client;
+    }
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v3/watch";
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+    std::string pending;
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      pending.append(data, n);
+      // One JSON object per line; a DELETE event of the key wakes the campaign.
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+        if (pending.compare(0, nl, "") == 0) continue;
+        const nlohmann::json m = nlohmann::json::parse(pending.substr(0, nl), nullptr, false);
+        if (!m.is_object() || !m.contains("result")) continue;
+        const nlohmann::json& events = m["result"].value("events", nlohmann::json::array());
+        for (const nlohmann::json& ev : events) {
+          if (ev.is_object() && ev.value("type", "") == "DELETE") {
+            std::lock_guard<std::mutex> lock(mu_);
+            key_deleted_ = true;
+            wake_.notify_all();
+          }
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      return !stopping_;
+    };
+    httplib::Response res;
+    httplib::Error error = httplib::Error::Success;
+    client.send(req, res, error);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      watching_ = nullptr;
+      // The stream ended (a member went, or stop()): again, after a pause.
+      if (wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) return;
+    }
   }
 }
 

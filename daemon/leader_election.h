@@ -4,8 +4,9 @@
 // Every phasord holds a lease of lease_seconds, kept alive every third of it
 // by the election's thread. The leader is the one whose txn created
 // PREFIX/leader (value: JSON {"name", "endpoint"}) attached to its lease;
-// standbys read the key every lease/10 and, once it is gone (the leader's
-// lease expired or was revoked), try to create it. The key's create
+// standbys watch the key (etcd's /v3/watch stream, on a thread of its own)
+// and read it every lease/10 besides, and once it is gone (the leader's
+// lease expired or was revoked) try to create it. The key's create
 // revision names the leadership: the etcd store compares it in every write
 // (fencing, etcd_state_store.h).
 //
@@ -32,6 +33,10 @@
 #include "absl/status/statusor.h"
 #include "daemon/config.h"
 #include "daemon/etcd_client.h"
+
+namespace httplib {
+class Client;
+}
 
 namespace phasor::daemon {
 
@@ -69,6 +74,8 @@ class LeaderElection {
   void Loop();
   void KeepAlive();
   void Campaign();
+  // Streams the leader key's events; a DELETE wakes Loop() to campaign at once.
+  void WatchLoop();
 
   EtcdOptions options_;
   std::string name_;
@@ -87,6 +94,9 @@ class LeaderElection {
   std::condition_variable wake_;
   bool stopping_ = false;                            // guarded by mu_
   LeaderInfo leader_;                                // guarded by mu_
+  bool key_deleted_ = false;              // guarded by mu_: the watch saw the leader key go
+  httplib::Client* watching_ = nullptr;  // guarded by mu_: the watch's client (stopped on destruction)
+  std::thread watcher_;
   std::chrono::steady_clock::time_point led_since_;  // guarded by mu_
   std::thread thread_;
 };
