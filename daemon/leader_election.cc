@@ -51,9 +51,15 @@ LeaderElection::~LeaderElection() {
     stopping_ = true;
   }
   wake_.notify_all();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (watching_ != nullptr) watching_->stop();
+  // stop() closes the stream's socket; until the watch has one (it may be
+  // connecting just now) it does nothing, so it is repeated until the watch ends.
+  for (int i = 0; i < 250; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (watch_done_) break;
+      if (watching_ != nullptr) watching_->stop();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (watcher_.joinable()) watcher_.join();
   if (thread_.joinable()) thread_.join();
@@ -180,11 +186,14 @@ void LeaderElection::WatchLoop() {
   while (true) {
     httplib::Client client(options_.endpoints[member++ % options_.endpoints.size()]);
     client.set_connection_timeout(0, static_cast<time_t>(options_.timeout_ms) * 1000);
-    client.set_read_timeout(3600, 0);  // a quiet stream is a live one
+    client.set_read_timeout(60, 0);  // a quiet stream is a live one; a minute without a byte: watch again
     client.set_tcp_nodelay(true);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return;
+      if (stopping_) {
+        watch_done_ = true;
+        return;
+      }
       watching_ = &client;
     }
     httplib::Request req;
@@ -219,7 +228,10 @@ void LeaderElection::WatchLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       watching_ = nullptr;
       // The stream ended (a member went, or stop()): again, after a pause.
-      if (wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) return;
+      if (wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) {
+        watch_done_ = true;
+        return;
+      }
     }
   }
 }

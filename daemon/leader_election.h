@@ -96,6 +96,7 @@ class LeaderElection {
   LeaderInfo leader_;                                // guarded by mu_
   bool key_deleted_ = false;              // guarded by mu_: the watch saw the leader key go
   httplib::Client* watching_ = nullptr;  // guarded by mu_: the watch's client (stopped on destruction)
+  bool watch_done_ = false;               // guarded by mu_: WatchLoop() returned
   std::thread watcher_;
   std::chrono::steady_clock::time_point led_since_;  // guarded by mu_
   std::thread thread_;
