@@ -4,11 +4,16 @@
 // in-process placer::Rank of the same request is the baseline.
 //
 //   build/bench/phasord_bench --benchmark_min_time=2
+//
+// PHASORD_BENCH_ETCD=http://127.0.0.1:2379[,...] runs the daemon on the etcd
+// backend (state_store.backend: etcd, prefix /phasor-bench) instead of SQLite;
+// it leads at once, being alone.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -67,8 +72,19 @@ class BenchDaemon {
     o.state_path = dir_ + "/state.db";
     o.keep_rankings = 1000;
     o.log_level = "warn";
+    if (const char* etcd = std::getenv("PHASORD_BENCH_ETCD"); etcd != nullptr && *etcd != '\0') {
+      o.state_store.backend = "etcd";
+      o.state_store.etcd.endpoints = client::SplitEndpoints(etcd);
+      o.state_store.etcd.prefix = "/phasor-bench";
+    }
     daemon_ = *daemon::Daemon::Start(o);
     thread_ = std::thread([this] { daemon_->Run(stop_); });
+    // On etcd it serves once it leads (a previous run's lease may still hold the key).
+    client::ClientOptions c;
+    c.endpoint = endpoint();
+    c.timeout_ms = 500;
+    auto probe = *client::Client::Connect(c);
+    for (int i = 0; i < 40 && !probe->Health().ok(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   ~BenchDaemon() {
     stop_ = true;
@@ -124,6 +140,35 @@ void BM_RankRoundTrip16(benchmark::State& state) {
   state.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
 }
 BENCHMARK(BM_RankRoundTrip16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// A commit's round trip alone (its ranking made before the clock starts):
+// with etcd one txn in the cluster's quorum before the reply.
+void BM_CommitRoundTrip(benchmark::State& state) {
+  auto c = NewClient();
+  const v1::RankRequest request = protocol::ToProto(SixteenCandidates());
+  std::vector<double> us;
+  for (auto _ : state) {
+    state.PauseTiming();
+    absl::StatusOr<v1::RankReply> ranked = c->Rank(request);
+    state.ResumeTiming();
+    if (!ranked.ok() || ranked->ranked_size() == 0) {
+      state.SkipWithError("rank failed");
+      break;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<v1::CommitReply> commit = c->Commit(ranked->ranking_id(), ranked->ranked(0).candidate());
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    if (!commit.ok()) {
+      state.SkipWithError("commit failed");
+      break;
+    }
+  }
+  if (us.empty()) return;
+  std::sort(us.begin(), us.end());
+  state.counters["p50_us"] = us[us.size() / 2];
+  state.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+}
+BENCHMARK(BM_CommitRoundTrip)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // Sustained throughput: N clients, each with its own socket, back to back.
 void BM_RankThroughput16(benchmark::State& state) {

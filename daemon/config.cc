@@ -5,6 +5,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "spdlog/spdlog.h"
 #include "yaml-cpp/yaml.h"
 
@@ -17,6 +19,65 @@ absl::Status Read(const YAML::Node& node, const std::string& key, T& out) {
     out = node.as<T>();
   } catch (const YAML::Exception&) {
     return absl::InvalidArgumentError(absl::StrCat(key, ": wrong type"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadEndpoints(const YAML::Node& node, const std::string& key, std::vector<std::string>& out) {
+  out.clear();
+  if (node.IsSequence()) {
+    for (const auto& e : node) {
+      std::string v;
+      if (absl::Status s = Read(e, key, v); !s.ok()) return s;
+      out.push_back(v);
+    }
+    return absl::OkStatus();
+  }
+  std::string joined;
+  if (absl::Status s = Read(node, key, joined); !s.ok()) return s;
+  for (absl::string_view part : absl::StrSplit(joined, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(part));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStateStore(const StateStoreOptions& o) {
+  if (o.backend == "sqlite") return absl::OkStatus();
+  if (o.backend != "etcd") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state_store.backend: '", o.backend, "' is not sqlite or etcd"));
+  }
+  const EtcdOptions& e = o.etcd;
+  if (e.endpoints.empty()) {
+    return absl::InvalidArgumentError("state_store.etcd.endpoints: required with backend etcd");
+  }
+  for (const std::string& url : e.endpoints) {
+    const bool http = absl::StartsWith(url, "http://") && url.size() > 7;
+    if (!http || url.find(':', 7) == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state_store.etcd.endpoints: '", url, "' is not http://HOST:PORT"));
+    }
+  }
+  if (e.prefix.empty() || e.prefix[0] != '/' || e.prefix.back() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state_store.etcd.prefix: '", e.prefix, "' must start with '/' and not end with it"));
+  }
+  if (e.lease_seconds < 2 || e.lease_seconds > 3600) {
+    return absl::InvalidArgumentError("state_store.etcd.lease_seconds: must be in 2..3600");
+  }
+  if (e.timeout_ms == 0 || e.timeout_ms >= e.lease_seconds * 1000u / 3) {
+    return absl::InvalidArgumentError(
+        "state_store.etcd.timeout_ms: must be > 0 and below a third of lease_seconds");
+  }
+  if (!e.advertise_endpoint.empty() && e.advertise_endpoint.find("${") == std::string::npos) {
+    if (absl::Status s = protocol::CheckEndpoint("state_store.etcd.advertise_endpoint", e.advertise_endpoint);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (e.ranking_max_age_s == 0) return absl::InvalidArgumentError("state_store.etcd.ranking_max_age_s: must be > 0");
+  if (e.max_ranking_bytes < (uint64_t{1} << 20)) {
+    return absl::InvalidArgumentError("state_store.etcd.max_ranking_bytes: must be at least 1048576");
   }
   return absl::OkStatus();
 }
@@ -84,6 +145,7 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& o) {
   for (const auto& [key, value] : limits) {
     if (value == 0) return absl::InvalidArgumentError(absl::StrCat(key, ": must be > 0"));
   }
+  if (absl::Status s = ValidateStateStore(o.state_store); !s.ok()) return s;
   return placer::ValidateRankingPolicyOptions(o.ranking_policy);
 }
 
@@ -140,6 +202,35 @@ absl::StatusOr<DaemonOptions> ParseDaemonConfig(const std::string& yaml_text) {
         else if (ck == "server_public_key_file") s = Read(c.second, full, o.curve.server_public_key_file);
         else if (ck == "allowed_clients_file") s = Read(c.second, full, o.curve.allowed_clients_file);
         else return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
+        if (!s.ok()) return s;
+      }
+    } else if (key == "state_store") {
+      if (!v.IsMap()) return absl::InvalidArgumentError("state_store: must be a mapping");
+      for (const auto& c : v) {
+        const std::string sk = c.first.as<std::string>();
+        const std::string full = "state_store." + sk;
+        if (sk == "backend") {
+          s = Read(c.second, full, o.state_store.backend);
+        } else if (sk == "etcd") {
+          if (!c.second.IsMap()) return absl::InvalidArgumentError("state_store.etcd: must be a mapping");
+          EtcdOptions& e = o.state_store.etcd;
+          for (const auto& d : c.second) {
+            const std::string ek = d.first.as<std::string>();
+            const std::string efull = full + "." + ek;
+            if (ek == "endpoints") s = ReadEndpoints(d.second, efull, e.endpoints);
+            else if (ek == "prefix") s = Read(d.second, efull, e.prefix);
+            else if (ek == "lease_seconds") s = Read(d.second, efull, e.lease_seconds);
+            else if (ek == "name") s = Read(d.second, efull, e.name);
+            else if (ek == "advertise_endpoint") s = Read(d.second, efull, e.advertise_endpoint);
+            else if (ek == "timeout_ms") s = Read(d.second, efull, e.timeout_ms);
+            else if (ek == "ranking_max_age_s") s = Read(d.second, efull, e.ranking_max_age_s);
+            else if (ek == "max_ranking_bytes") s = Read(d.second, efull, e.max_ranking_bytes);
+            else return absl::InvalidArgumentError(absl::StrCat(efull, ": unknown key"));
+            if (!s.ok()) return s;
+          }
+        } else {
+          return absl::InvalidArgumentError(absl::StrCat(full, ": unknown key"));
+        }
         if (!s.ok()) return s;
       }
     } else if (key == "limits") {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,6 +25,36 @@ struct CurveOptions {
   std::string allowed_clients_file;
 
   bool enabled() const { return !server_secret_key_file.empty(); }
+};
+
+// state_store.etcd: the etcd v3 cluster that holds the state (through its
+// JSON gateway) and elects the one phasord that serves.
+struct EtcdOptions {
+  // Client URLs of the cluster's members (http://HOST:PORT); required with
+  // backend etcd. Calls go to one, the next on failure.
+  std::vector<std::string> endpoints;
+  // Every key phasord writes starts with this (its own: phasord's keys only).
+  std::string prefix = "/phasor";
+  // TTL of the leader's lease; kept alive every third of it. A dead leader's
+  // standby takes over within about one lease (docs/phasord.md).
+  uint32_t lease_seconds = 3;
+  // This phasord's name in the leader key; empty: HOSTNAME:PID.
+  std::string name;
+  // The request endpoint standbys name to clients while this phasord leads;
+  // empty: the bound request_endpoint (a tcp://0.0.0.0 one is then refused).
+  std::string advertise_endpoint;
+  // One HTTP call to etcd waits at most this long.
+  uint32_t timeout_ms = 500;
+  // Rankings kept for CommitPlacement are also bounded by their age and by
+  // their total size (beside keep_rankings): older or beyond, pruned.
+  uint32_t ranking_max_age_s = 3600;
+  uint64_t max_ranking_bytes = uint64_t{256} << 20;
+};
+
+struct StateStoreOptions {
+  // "sqlite" (the default: the embedded database at state_path) or "etcd".
+  std::string backend = "sqlite";
+  EtcdOptions etcd;
 };
 
 struct DaemonOptions {
@@ -47,6 +78,8 @@ struct DaemonOptions {
   // SQLite `synchronous` in WAL mode: "normal" survives a crash of phasord
   // (kill -9); "full" also survives a power loss, at a cost per write.
   std::string sqlite_synchronous = "normal";
+  // Where the state lives (YAML `state_store:`); sqlite unless set.
+  StateStoreOptions state_store;
   // Topology YAML (docs/topology.md) used to route candidates given in server
   // form (job -> servers, e.g. a Pollux-style {job: [node per replica]})
   // into link shares, as `phasor rank --topology` does. Empty: server-form

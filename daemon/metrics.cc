@@ -130,6 +130,14 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(cons
   server->Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->Render(), "text/plain; version=0.0.4");
   });
+  // Readiness of one phasord among several (state_store.backend etcd): 200
+  // while it serves (the leader, or any SQLite phasord), 503 for a standby;
+  // a Kubernetes Service then routes only to the leader.
+  server->Get("/leader", [metrics](const httplib::Request&, httplib::Response& res) {
+    const bool standby = metrics->Value("phasord_leader") == 0 && metrics->Value("phasord_standby") == 1;
+    res.status = standby ? 503 : 200;
+    res.set_content(standby ? "standby\n" : "serving\n", "text/plain");
+  });
   server->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("phasord: metrics at /metrics\n", "text/plain");
   });

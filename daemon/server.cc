@@ -2,13 +2,19 @@
 
 #include <zmq.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "daemon/curve_auth.h"
+#include "daemon/etcd_state_store.h"
+#include "daemon/leader_election.h"
 #include "daemon/solver_pool.h"
 #include "protocol/framing.h"
 #include "protocol/status.h"
@@ -26,6 +32,34 @@ constexpr const char* kWakeEndpoint = "inproc://phasord-solved";
 
 std::string TypeLabel(std::optional<MessageType> type) {
   return type ? std::string(protocol::MessageTypeName(*type)) : std::string("unknown");
+}
+
+// ${NAME} in `value` replaced by the environment's NAME (a pod's
+// advertise_endpoint: tcp://${POD_IP}:7410). InvalidArgument when unset.
+absl::StatusOr<std::string> ExpandEnvironment(const std::string& value) {
+  std::string out;
+  for (size_t i = 0; i < value.size();) {
+    const size_t open = value.find("${", i);
+    if (open == std::string::npos) {
+      out += value.substr(i);
+      break;
+    }
+    const size_t close = value.find('}', open);
+    if (close == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state_store.etcd.advertise_endpoint: '", value, "': '${' without '}'"));
+    }
+    const std::string name = value.substr(open + 2, close - open - 2);
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr || *v == '\0') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state_store.etcd.advertise_endpoint: '", value, "': $", name, " is not set"));
+    }
+    out += value.substr(i, open - i);
+    out += v;
+    i = close + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -49,8 +83,14 @@ class Daemon::Impl {
 
   BoundEndpoints endpoints_;
   Metrics metrics_;
+  bool lost_ = false;
 
  private:
+  // backend etcd: opens the Service on the etcd store, fenced by this
+  // leadership, once the election is won. False (logged) when it cannot.
+  bool TakeOver();
+  // backend etcd: the Error a standby (or a leader past its lease) answers.
+  absl::Status NotServing() const;
   absl::StatusOr<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, const char* key);
 
   void HandleRequest(std::vector<zmq::message_t>& frames, SteadyTime arrival);
@@ -77,6 +117,8 @@ class Daemon::Impl {
   std::unique_ptr<Service> service_;
   std::unique_ptr<SolverPool> pool_;
   std::unique_ptr<MetricsHttpServer> http_;
+  std::unique_ptr<LeaderElection> election_;
+  EtcdStateStore* etcd_store_ = nullptr;  // owned by service_
 };
 
 absl::StatusOr<std::string> Daemon::Impl::Bind(zmq::socket_t& socket, const std::string& endpoint,
@@ -93,10 +135,15 @@ absl::StatusOr<std::string> Daemon::Impl::Bind(zmq::socket_t& socket, const std:
 
 absl::Status Daemon::Impl::Start() {
   framing_.max_message_bytes = options_.max_message_bytes;
-  absl::StatusOr<std::unique_ptr<Service>> service =
-      Service::Open(options_, &metrics_, clock_, [this](const v1::OffsetUpdate& u) { Publish(u); });
-  if (!service.ok()) return service.status();
-  service_ = *std::move(service);
+  const bool etcd = options_.state_store.backend == "etcd";
+  if (!etcd) {
+    absl::StatusOr<std::unique_ptr<Service>> service =
+        Service::Open(options_, &metrics_, clock_, [this](const v1::OffsetUpdate& u) { Publish(u); });
+    if (!service.ok()) return service.status();
+    service_ = *std::move(service);
+  } else if (absl::Status s = ValidateDaemonOptions(options_); !s.ok()) {
+    return s;
+  }
 
   if (options_.curve.enabled()) {
     absl::StatusOr<std::unique_ptr<CurveAuthenticator>> auth =
@@ -147,6 +194,31 @@ absl::Status Daemon::Impl::Start() {
       options_.max_queued_rankings);
 
   metrics_.Set("phasord_up", {}, 1);
+  if (etcd) {
+    const EtcdOptions& e = options_.state_store.etcd;
+    absl::StatusOr<std::string> expanded = ExpandEnvironment(e.advertise_endpoint);
+    if (!expanded.ok()) return expanded.status();
+    std::string advertise = expanded->empty() ? endpoints_.request : *expanded;
+    if (advertise.find("://0.0.0.0:") != std::string::npos || advertise.find("://*:") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("state_store.etcd.advertise_endpoint: required when "
+                                                     "request_endpoint binds every address ('", advertise, "')"));
+    }
+    std::string name = e.name;
+    if (name.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof(host) - 1);
+      name = absl::StrCat(host, ":", getpid());
+    }
+    absl::StatusOr<std::unique_ptr<LeaderElection>> election = LeaderElection::Start(e, name, advertise);
+    if (!election.ok()) return election.status();
+    election_ = *std::move(election);
+    metrics_.Set("phasord_leader", {}, 0);
+    metrics_.Set("phasord_standby", {}, 1);
+    spdlog::info("phasord: '{}' on {} stands by for the lead (etcd {}, prefix {})", name, advertise,
+                 absl::StrJoin(e.endpoints, ","), e.prefix);
+    if (election_->Leads() && !TakeOver()) return absl::UnavailableError("state_store.etcd: cannot take over");
+    return absl::OkStatus();
+  }
   spdlog::info("phasord: serving requests on {}, profiles on {}, offsets on {}, metrics on port {}; {} ({})",
                endpoints_.request, endpoints_.profile, endpoints_.offset, endpoints_.metrics_port,
                options_.curve.enabled() ? "CURVE" : "plain", options_.state_path);
@@ -155,8 +227,64 @@ absl::Status Daemon::Impl::Start() {
   return absl::OkStatus();
 }
 
+bool Daemon::Impl::TakeOver() {
+  const auto begin = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<EtcdStateStore>> store = EtcdStateStore::Open(
+      options_.state_store.etcd, {election_->leader_key(), election_->create_revision()});
+  if (!store.ok()) {
+    spdlog::error("phasord: taking over: {}", std::string(store.status().message()));
+    return false;
+  }
+  EtcdStateStore* raw = store->get();
+  absl::StatusOr<std::unique_ptr<Service>> service = Service::Open(
+      options_, &metrics_, clock_, [this](const v1::OffsetUpdate& u) { Publish(u); }, *std::move(store));
+  if (!service.ok()) {
+    spdlog::error("phasord: taking over: {}", std::string(service.status().message()));
+    return false;
+  }
+  service_ = *std::move(service);
+  etcd_store_ = raw;
+  metrics_.Set("phasord_leader", {}, 1);
+  metrics_.Set("phasord_standby", {}, 0);
+  spdlog::info("phasord: leads: serving requests on {}, profiles on {}, offsets on {} ({} jobs restored in {} ms)",
+               endpoints_.request, endpoints_.profile, endpoints_.offset, service_->jobs(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin).count());
+  service_->PublishAll();
+  last_republish_us_ = clock_();
+  return true;
+}
+
+absl::Status Daemon::Impl::NotServing() const {
+  const LeaderInfo leader = election_->leader();
+  const std::string self = election_->Leads() || !election_->Lost() ? "a standby" : "a deposed leader";
+  if (leader.name.empty() || leader.create_revision == election_->create_revision()) {
+    return protocol::NotLeaderStatus(absl::StrCat("not the leader: this phasord is ", self, "; no leader is known "
+                                                  "yet (try again, or another endpoint)"),
+                                     "");
+  }
+  return protocol::NotLeaderStatus(absl::StrCat("not the leader: this phasord is ", self, "; '", leader.name,
+                                                "' leads at ", leader.endpoint),
+                                   leader.endpoint);
+}
+
 void Daemon::Impl::Run(const std::atomic<bool>& stop) {
   while (!stop) {
+    if (election_) {
+      if (service_ && (!election_->Leads() || etcd_store_->fenced())) {
+        // Stop answering before another can lead (the lease's deadline), and
+        // exit: phasord restarts as a standby (as kube-scheduler does).
+        spdlog::error("phasord: lost the lead ({}): stopping", etcd_store_->fenced() ? "a write was fenced"
+                                                                                    : "the lease ran out");
+        metrics_.Set("phasord_leader", {}, 0);
+        lost_ = true;
+        return;
+      }
+      if (!service_ && election_->Leads()) (void)TakeOver();
+      if (!service_ && election_->Lost()) {
+        lost_ = true;
+        return;
+      }
+    }
     zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                                {pull_.handle(), 0, ZMQ_POLLIN, 0},
                                {wake_.handle(), 0, ZMQ_POLLIN, 0}};
@@ -192,7 +320,7 @@ void Daemon::Impl::Run(const std::atomic<bool>& stop) {
       pool_->TakeDone();
     }
     const int64_t now = clock_();
-    if (options_.republish_interval_ms > 0 &&
+    if (service_ && options_.republish_interval_ms > 0 &&
         now - last_republish_us_ >= static_cast<int64_t>(options_.republish_interval_ms) * 1000) {
       service_->PublishAll();
       last_republish_us_ = now;
@@ -241,6 +369,12 @@ void Daemon::Impl::HandleRequest(std::vector<zmq::message_t>& frames, SteadyTime
     return ReplyError(routing, type, env.status());
   }
   metrics_.Increment("phasord_requests_total", {{"type", TypeLabel(env->type)}});
+  if (election_ && (!service_ || !election_->Leads())) {
+    uint64_t id = 0;
+    v1::Health probe;  // request_id is field 1 of every request
+    if (probe.ParseFromString(env->payload)) id = probe.request_id();
+    return ReplyError(routing, env->type, NotServing(), id);
+  }
   Dispatch(routing, *env, arrival);
 }
 
@@ -344,6 +478,10 @@ void Daemon::Impl::HandleProfile(std::vector<zmq::message_t>& frames) {
     return ReplyError(no_reply, type, env.status());
   }
   metrics_.Increment("phasord_requests_total", {{"type", TypeLabel(env->type)}});
+  if (election_ && (!service_ || !election_->Leads())) {
+    metrics_.Increment("phasord_profiles_ignored_total", {{"reason", "standby"}});
+    return;
+  }
   auto reject = [&](const absl::Status& s) {
     spdlog::warn("phasord: profile socket: {}", std::string(s.message()));
     ReplyError(no_reply, env->type, s);
@@ -372,5 +510,6 @@ Daemon::~Daemon() = default;
 void Daemon::Run(const std::atomic<bool>& stop) { impl_->Run(stop); }
 const BoundEndpoints& Daemon::endpoints() const { return impl_->endpoints_; }
 const Metrics& Daemon::metrics() const { return impl_->metrics_; }
+bool Daemon::lost_leadership() const { return impl_->lost_; }
 
 }  // namespace phasor::daemon

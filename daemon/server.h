@@ -49,11 +49,17 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // Serves until `stop` becomes true (checked at least every 100 ms).
+  // Serves until `stop` becomes true (checked at least every 100 ms). With
+  // state_store.backend etcd it answers every request UNAVAILABLE naming the
+  // leader until it wins the election, then restores the state from etcd and
+  // serves; it returns when it loses the lead (lost_leadership()).
   void Run(const std::atomic<bool>& stop);
 
   const BoundEndpoints& endpoints() const;
   const Metrics& metrics() const;
+  // state_store.backend etcd: Run() returned because this phasord led and
+  // lost the lead (its lease ran out, or a write was fenced).
+  bool lost_leadership() const;
 
   class Impl;
 

@@ -39,6 +39,14 @@ absl::Status CheckStoredServers(const std::string& bytes) {
   return absl::OkStatus();
 }
 
+// A store failure as the service answers it: UNAVAILABLE as the store said
+// it (the etcd store: another phasord leads, or etcd is away: retry, there
+// or later); anything else Internal.
+absl::Status StoreFailure(const absl::Status& s) {
+  if (protocol::WireCode(s) == v1::Error::UNAVAILABLE) return s;
+  return absl::InternalError(s.message());
+}
+
 // What the ranking policy did to a solved ranking, from the reply: "none"
 // (nothing ranked), "off" (policy off), "host-first" (the first ranked is
 // the earliest ranked candidate of the request) or "overtaken".
@@ -77,18 +85,23 @@ v1::RankReply CommitView(const v1::RankReply& reply) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Service>> Service::Open(const DaemonOptions& options, Metrics* metrics, Clock clock,
-                                                       OffsetPublisher publish) {
+                                                       OffsetPublisher publish, std::unique_ptr<StateStore> store) {
   if (absl::Status s = ValidateDaemonOptions(options); !s.ok()) return s;
   std::unique_ptr<Service> service(new Service(options, metrics, std::move(clock), std::move(publish)));
-  if (absl::Status s = service->Restore(); !s.ok()) return s;
+  if (absl::Status s = service->Restore(std::move(store)); !s.ok()) return s;
   return service;
 }
 
-absl::Status Service::Restore() {
+absl::Status Service::Restore(std::unique_ptr<StateStore> given) {
   started_us_ = clock_();
-  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(options_.state_path, options_.sqlite_synchronous);
-  if (!store.ok()) return store.status();
-  store_ = *std::move(store);
+  if (given) {
+    store_ = std::move(given);
+  } else {
+    absl::StatusOr<std::unique_ptr<StateStore>> store =
+        StateStore::Open(options_.state_path, options_.sqlite_synchronous);
+    if (!store.ok()) return store.status();
+    store_ = *std::move(store);
+  }
   store_->KeepLinkScoresPerLink(options_.keep_link_scores);
   absl::StatusOr<int64_t> epoch = store_->EpochOr(started_us_);
   if (!epoch.ok()) return epoch.status();
@@ -305,7 +318,7 @@ absl::Status Service::RecordRanking(const PreparedRanking& prepared, const v1::R
   StoredRanking stored{prepared.ranking_id, clock_(), CommitView(reply).SerializeAsString(), prepared.candidates};
   if (absl::Status s = store_->PutRanking(stored, options_.keep_rankings); !s.ok()) {
     spdlog::error("phasord: cannot store ranking {}: {}", prepared.ranking_id, std::string(s.message()));
-    return absl::InternalError(s.message());
+    return StoreFailure(s);
   }
   return absl::OkStatus();
 }
@@ -349,7 +362,7 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
   absl::StatusOr<StoredRanking> stored = store_->GetRanking(req.ranking_id());
   if (!stored.ok()) {
     if (absl::IsNotFound(stored.status())) return stored.status();
-    return absl::InternalError(stored.status().message());
+    return StoreFailure(stored.status());
   }
   v1::RankReply ranking;
   v1::RankRequest candidates;
@@ -438,7 +451,7 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
   }
   if (absl::Status s = store_->Commit(placements, offsets, samples, inputs); !s.ok()) {
     spdlog::error("phasord: commit of '{}' failed: {}", req.candidate(), std::string(s.message()));
-    return absl::InternalError(s.message());
+    return StoreFailure(s);
   }
   if (!placements.empty()) ++placement_version_;
   v1::CommitReply reply;
@@ -561,7 +574,7 @@ absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
   const int64_t now = clock_();
   if (absl::Status s = store_->PutProfile({update.kind(), update.subject(), update.SerializeAsString(), now}); !s.ok()) {
     spdlog::error("phasord: cannot store profile of '{}': {}", update.subject(), std::string(s.message()));
-    return absl::InternalError(s.message());
+    return StoreFailure(s);
   }
   if (update.kind() == v1::ProfileUpdate::JOB) {
     metrics_->Increment("phasord_profiles_total", {{"kind", "job"}});
@@ -582,7 +595,7 @@ absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
         ++resent.version;
         if (absl::Status s = store_->Commit({}, {resent}, {}); !s.ok()) {
           spdlog::error("phasord: cannot store the re-sent offset of '{}': {}", o.job, std::string(s.message()));
-          return absl::InternalError(s.message());
+          return StoreFailure(s);
         }
         it->second = resent;
         metrics_->Increment("phasord_realignments_total", {{"job", o.job}});
@@ -628,7 +641,7 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
       store_->Release(std::vector<std::string>(req.jobs().begin(), req.jobs().end()), extras);
   if (!released.ok()) {
     spdlog::error("phasord: release failed: {}", std::string(released.status().message()));
-    return absl::InternalError(released.status().message());
+    return StoreFailure(released.status());
   }
   if (!released->empty()) ++placement_version_;
   // Every named job, placed or not: a ranking made before now may not bring it back.

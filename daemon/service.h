@@ -90,9 +90,12 @@ class Service {
   // Opens the state database and restores epoch, offsets, placements and
   // profiles. InvalidArgument for bad options; Unavailable/Internal when the
   // database or the topology file cannot be read. `metrics` and the
-  // callbacks must outlive the service.
+  // callbacks must outlive the service. `store`: the state to serve from
+  // (the etcd store of an elected leader); null opens the SQLite store at
+  // options.state_path.
   static absl::StatusOr<std::unique_ptr<Service>> Open(const DaemonOptions& options, Metrics* metrics,
-                                                       Clock clock, OffsetPublisher publish);
+                                                       Clock clock, OffsetPublisher publish,
+                                                       std::unique_ptr<StateStore> store = nullptr);
 
   // `arrival`: when the request was received (its time runs from there).
   absl::StatusOr<PreparedRanking> PrepareRank(const v1::RankRequest& request,
@@ -132,7 +135,7 @@ class Service {
         clock_(std::move(clock)),
         publish_(std::move(publish)),
         realign_(options_.realign_threshold_us, options_.realign_min_interval_ms) {}
-  absl::Status Restore();
+  absl::Status Restore(std::unique_ptr<StateStore> store);
   v1::OffsetUpdate ToUpdate(const StoredOffset& offset) const;
   void Publish(const StoredOffset& offset);
   void ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile);

@@ -86,6 +86,13 @@ constexpr const char* kBumpPlacementVersion =
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, const std::string& synchronous,
+                                                       uint32_t checkpoint_pages) {
+  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store = SqliteStateStore::Open(path, synchronous, checkpoint_pages);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<StateStore>(*std::move(store));
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(const std::string& path, const std::string& synchronous,
                                                              uint32_t checkpoint_pages) {
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -94,7 +101,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
     sqlite3_close(db);
     return absl::UnavailableError(absl::StrCat("state_path: cannot open '", path, "': ", msg));
   }
-  std::unique_ptr<StateStore> store(new StateStore(db));
+  std::unique_ptr<SqliteStateStore> store(new SqliteStateStore(db));
   sqlite3_busy_timeout(db, 5000);
   for (const std::string& sql :
        {std::string("PRAGMA journal_mode=WAL;"),
@@ -124,7 +131,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
   return store;
 }
 
-absl::Status StateStore::StartCheckpointer(const std::string& path, uint32_t checkpoint_pages) {
+absl::Status SqliteStateStore::StartCheckpointer(const std::string& path, uint32_t checkpoint_pages) {
   std::string mode;
   {
     Statement journal(db_, "PRAGMA journal_mode");
@@ -154,12 +161,12 @@ absl::Status StateStore::StartCheckpointer(const std::string& path, uint32_t che
   checkpoint_pages_ = checkpoint_pages;
   checkpointer_ = std::thread([this] { CheckpointLoop(); });
   // Replaces SQLite's automatic checkpoint (itself a WAL hook).
-  sqlite3_wal_hook(db_, &StateStore::OnWalCommit, this);
+  sqlite3_wal_hook(db_, &SqliteStateStore::OnWalCommit, this);
   return absl::OkStatus();
 }
 
-int StateStore::OnWalCommit(void* self, sqlite3* db, const char* schema, int pages) {
-  auto* store = static_cast<StateStore*>(self);
+int SqliteStateStore::OnWalCommit(void* self, sqlite3* db, const char* schema, int pages) {
+  auto* store = static_cast<SqliteStateStore*>(self);
   const auto n = static_cast<uint64_t>(std::max(pages, 0));
   if (n < store->checkpoint_pages_) return SQLITE_OK;
   if (n >= uint64_t{16} * store->checkpoint_pages_) {
@@ -176,7 +183,7 @@ int StateStore::OnWalCommit(void* self, sqlite3* db, const char* schema, int pag
   return SQLITE_OK;
 }
 
-void StateStore::CheckpointLoop() {
+void SqliteStateStore::CheckpointLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait(lock, [this] { return checkpoint_due_ || stopping_; });
@@ -190,16 +197,16 @@ void StateStore::CheckpointLoop() {
   }
 }
 
-void StateStore::CountCheckpoint(int rc, std::atomic<uint64_t>& done) {
+void SqliteStateStore::CountCheckpoint(int rc, std::atomic<uint64_t>& done) {
   ++(rc == SQLITE_OK ? done : rc == SQLITE_BUSY ? busy_checkpoints_ : failed_checkpoints_);
 }
 
-CheckpointStats StateStore::checkpoint_stats() const {
+CheckpointStats SqliteStateStore::checkpoint_stats() const {
   return {background_checkpoints_.load(), inline_checkpoints_.load(), busy_checkpoints_.load(),
           failed_checkpoints_.load()};
 }
 
-StateStore::~StateStore() {
+SqliteStateStore::~SqliteStateStore() {
   if (checkpointer_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -213,7 +220,7 @@ StateStore::~StateStore() {
   sqlite3_close(db_);
 }
 
-absl::Status StateStore::Exec(const std::string& sql) {
+absl::Status SqliteStateStore::Exec(const std::string& sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
@@ -223,11 +230,11 @@ absl::Status StateStore::Exec(const std::string& sql) {
   return absl::OkStatus();
 }
 
-absl::Status StateStore::Error(const std::string& what) const {
+absl::Status SqliteStateStore::Error(const std::string& what) const {
   return absl::UnavailableError(absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db_)));
 }
 
-absl::StatusOr<int64_t> StateStore::EpochOr(int64_t initial) {
+absl::StatusOr<int64_t> SqliteStateStore::EpochOr(int64_t initial) {
   {
     Statement get(db_, "SELECT value FROM meta WHERE key='epoch_us'");
     if (!get.ok()) return Error("prepare");
@@ -240,7 +247,7 @@ absl::StatusOr<int64_t> StateStore::EpochOr(int64_t initial) {
   return initial;
 }
 
-absl::Status StateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
+absl::Status SqliteStateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   {
     Statement put(db_, "INSERT OR REPLACE INTO rankings (id, created_epoch_us, reply, candidates) VALUES (?,?,?,?)");
@@ -271,7 +278,7 @@ absl::Status StateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
   return Exec("COMMIT");
 }
 
-absl::StatusOr<StoredRanking> StateStore::GetRanking(uint64_t id) {
+absl::StatusOr<StoredRanking> SqliteStateStore::GetRanking(uint64_t id) {
   Statement get(db_, "SELECT created_epoch_us, reply, candidates FROM rankings WHERE id = ?");
   if (!get.ok()) return Error("prepare");
   get.Bind(1, static_cast<int64_t>(id));
@@ -281,13 +288,13 @@ absl::StatusOr<StoredRanking> StateStore::GetRanking(uint64_t id) {
   return StoredRanking{id, get.Int(0), get.Text(1), get.Text(2)};
 }
 
-absl::StatusOr<uint64_t> StateStore::MaxRankingId() {
+absl::StatusOr<uint64_t> SqliteStateStore::MaxRankingId() {
   Statement get(db_, "SELECT COALESCE(MAX(id), 0) FROM rankings");
   if (!get.ok() || get.Step() != SQLITE_ROW) return Error("max ranking id");
   return static_cast<uint64_t>(get.Int(0));
 }
 
-absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
+absl::Status SqliteStateStore::Commit(const std::vector<StoredPlacement>& placements,
                                 const std::vector<StoredOffset>& offsets,
                                 const std::vector<LinkScoreSample>& samples,
                                 const CommittedInputs& inputs) {
@@ -342,7 +349,7 @@ absl::Status StateStore::Commit(const std::vector<StoredPlacement>& placements,
   return Exec("COMMIT");
 }
 
-bool StateStore::InsertLinkScore(const LinkScoreSample& s) {
+bool SqliteStateStore::InsertLinkScore(const LinkScoreSample& s) {
   Statement put(db_, "INSERT INTO link_scores (link, at_epoch_us, score, excess, source) VALUES (?,?,?,?,?)");
   put.Bind(1, s.link);
   put.Bind(2, s.at_epoch_us);
@@ -361,7 +368,7 @@ bool StateStore::InsertLinkScore(const LinkScoreSample& s) {
   return prune.Step() == SQLITE_DONE;
 }
 
-absl::StatusOr<CommittedInputs> StateStore::LoadCommittedInputs() {
+absl::StatusOr<CommittedInputs> SqliteStateStore::LoadCommittedInputs() {
   CommittedInputs out;
   {
     Statement get(db_, "SELECT job, profile FROM committed_profiles");
@@ -374,7 +381,7 @@ absl::StatusOr<CommittedInputs> StateStore::LoadCommittedInputs() {
   return out;
 }
 
-absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets(std::vector<BadRow>* bad) {
+absl::StatusOr<std::vector<StoredOffset>> SqliteStateStore::LoadOffsets(std::vector<BadRow>* bad) {
   Statement get(db_, "SELECT job, origin_epoch_us, period_us, shift_us, version FROM offsets ORDER BY job");
   if (!get.ok()) return Error("prepare");
   std::vector<StoredOffset> out;
@@ -398,7 +405,7 @@ absl::StatusOr<std::vector<StoredOffset>> StateStore::LoadOffsets(std::vector<Ba
   return out;
 }
 
-absl::StatusOr<std::vector<StoredPlacement>> StateStore::LoadPlacements() {
+absl::StatusOr<std::vector<StoredPlacement>> SqliteStateStore::LoadPlacements() {
   Statement get(db_,
                 "SELECT job, candidate, ranking_id, links, committed_epoch_us, servers FROM placements ORDER BY job");
   if (!get.ok()) return Error("prepare");
@@ -410,14 +417,14 @@ absl::StatusOr<std::vector<StoredPlacement>> StateStore::LoadPlacements() {
   return out;
 }
 
-absl::StatusOr<uint64_t> StateStore::PlacementVersion() {
+absl::StatusOr<uint64_t> SqliteStateStore::PlacementVersion() {
   Statement get(db_, "SELECT value FROM meta WHERE key='placement_version'");
   if (!get.ok()) return Error("prepare");
   if (get.Step() != SQLITE_ROW) return 0;
   return static_cast<uint64_t>(get.Int(0));
 }
 
-absl::Status StateStore::PutProfile(const StoredProfile& p) {
+absl::Status SqliteStateStore::PutProfile(const StoredProfile& p) {
   Statement put(db_,
                 "INSERT OR REPLACE INTO profiles (kind, subject, update_msg, updated_epoch_us) VALUES (?,?,?,?)");
   if (!put.ok()) return Error("prepare");
@@ -429,7 +436,7 @@ absl::Status StateStore::PutProfile(const StoredProfile& p) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<StoredProfile>> StateStore::LoadProfiles() {
+absl::StatusOr<std::vector<StoredProfile>> SqliteStateStore::LoadProfiles() {
   Statement get(db_, "SELECT kind, subject, update_msg, updated_epoch_us FROM profiles ORDER BY kind, subject");
   if (!get.ok()) return Error("prepare");
   std::vector<StoredProfile> out;
@@ -439,7 +446,7 @@ absl::StatusOr<std::vector<StoredProfile>> StateStore::LoadProfiles() {
   return out;
 }
 
-absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<std::string>& jobs,
+absl::StatusOr<std::vector<std::string>> SqliteStateStore::Release(const std::vector<std::string>& jobs,
                                                              const ReleaseExtras& extras) {
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   auto fail = [&](const std::string& what) {
@@ -490,7 +497,7 @@ absl::StatusOr<std::vector<std::string>> StateStore::Release(const std::vector<s
   return released;
 }
 
-absl::StatusOr<std::map<std::string, uint64_t>> StateStore::LoadReleaseMarkers() {
+absl::StatusOr<std::map<std::string, uint64_t>> SqliteStateStore::LoadReleaseMarkers() {
   Statement get(db_, "SELECT job, next_ranking FROM releases");
   if (!get.ok()) return Error("prepare");
   std::map<std::string, uint64_t> out;
@@ -498,9 +505,9 @@ absl::StatusOr<std::map<std::string, uint64_t>> StateStore::LoadReleaseMarkers()
   return out;
 }
 
-absl::Status StateStore::AddLinkScore(const LinkScoreSample& s) { return Commit({}, {}, {s}); }
+absl::Status SqliteStateStore::AddLinkScore(const LinkScoreSample& s) { return Commit({}, {}, {s}); }
 
-absl::StatusOr<std::vector<LinkScoreSample>> StateStore::LinkScoreHistory(const std::string& link, int limit) {
+absl::StatusOr<std::vector<LinkScoreSample>> SqliteStateStore::LinkScoreHistory(const std::string& link, int limit) {
   Statement get(db_,
                 "SELECT link, at_epoch_us, score, excess, source FROM link_scores WHERE link = ? "
                 "ORDER BY id DESC LIMIT ?");
@@ -514,7 +521,7 @@ absl::StatusOr<std::vector<LinkScoreSample>> StateStore::LinkScoreHistory(const 
   return out;
 }
 
-absl::Status StateStore::Quarantine(const BadRow& row, int64_t at_epoch_us) {
+absl::Status SqliteStateStore::Quarantine(const BadRow& row, int64_t at_epoch_us) {
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   auto fail = [&](const std::string& what) {
     absl::Status s = Error(what);
@@ -547,7 +554,7 @@ absl::Status StateStore::Quarantine(const BadRow& row, int64_t at_epoch_us) {
   return Exec("COMMIT");
 }
 
-absl::StatusOr<std::vector<BadRow>> StateStore::LoadQuarantine() {
+absl::StatusOr<std::vector<BadRow>> SqliteStateStore::LoadQuarantine() {
   Statement get(db_, "SELECT table_name, row_key, reason FROM quarantine ORDER BY id");
   if (!get.ok()) return Error("prepare");
   std::vector<BadRow> out;

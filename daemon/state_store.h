@@ -1,13 +1,18 @@
-// phasord's durable state in an embedded SQLite database (WAL mode):
-// epoch, rankings awaiting a commit, placements, offsets (shifts), the latest
-// profile per job and link, and link-score history.
+// phasord's durable state: epoch, rankings awaiting a commit, placements,
+// offsets (shifts), the latest profile per job and link, and link-score
+// history. StateStore is the interface; two backends implement it:
+//   - the SQLite store here (the default; state_store.backend: sqlite), an
+//     embedded database in WAL mode;
+//   - the etcd store (etcd_state_store.h; backend etcd), the state of an
+//     elected phasord in an etcd cluster.
 //
 // Every mutating call is one transaction: when it returns OK the change
-// survives a crash of the process (and, with synchronous "full", a power
-// loss). Not thread-safe: one thread owns a StateStore.
+// survives a crash of the process (SQLite; with synchronous "full" also a
+// power loss), or is in the etcd cluster's quorum. Not thread-safe: one
+// thread owns a StateStore.
 //
-// The WAL is checkpointed (copied into the database file and synced) on the
-// store's own thread, with its own connection, once it holds
+// The SQLite store's WAL is checkpointed (copied into the database file and
+// synced) on the store's own thread, with its own connection, once it holds
 // `checkpoint_pages` pages: no call pays for a checkpoint's copy and syncs.
 // Should that thread fall behind, the owning thread checkpoints itself at
 // 16 x `checkpoint_pages`, so the WAL stays bounded.
@@ -112,26 +117,104 @@ struct CheckpointStats {
   uint64_t failed = 0;      // checkpoints that returned another error (retried at the next commit)
 };
 
+// The state phasord keeps, whatever holds it. Errors: Unavailable (or, from
+// the etcd store, UNAVAILABLE with a leader: protocol::NotLeaderStatus) when
+// the store cannot be reached or this phasord no longer leads; NotFound for
+// an unknown ranking.
 class StateStore {
  public:
   // SQLite's own default threshold (PRAGMA wal_autocheckpoint).
   static constexpr uint32_t kDefaultCheckpointPages = 1000;
 
-  // Opens (creating if needed) the database at `path`; synchronous is
-  // "normal" or "full". Unavailable when SQLite cannot open it.
+  // The SQLite store: opens (creating if needed) the database at `path`;
+  // synchronous is "normal" or "full". Unavailable when SQLite cannot open it.
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path, const std::string& synchronous,
                                                           uint32_t checkpoint_pages = kDefaultCheckpointPages);
-  ~StateStore();
-  StateStore(const StateStore&) = delete;
-  StateStore& operator=(const StateStore&) = delete;
+  virtual ~StateStore() = default;
 
   // The epoch; when none is stored yet, stores `initial` and returns it.
-  absl::StatusOr<int64_t> EpochOr(int64_t initial);
+  virtual absl::StatusOr<int64_t> EpochOr(int64_t initial) = 0;
 
-  absl::Status PutRanking(const StoredRanking& ranking, uint64_t keep);
+  virtual absl::Status PutRanking(const StoredRanking& ranking, uint64_t keep) = 0;
   // NotFound when the ranking is unknown (never made, or pruned).
-  absl::StatusOr<StoredRanking> GetRanking(uint64_t id);
-  absl::StatusOr<uint64_t> MaxRankingId();
+  virtual absl::StatusOr<StoredRanking> GetRanking(uint64_t id) = 0;
+  // At least the largest ranking id ever handed out (ids are never reused).
+  virtual absl::StatusOr<uint64_t> MaxRankingId() = 0;
+
+  // One transaction: placements, offsets and inputs replace the jobs' (and
+  // links') previous ones; samples are appended. When `placements` is not
+  // empty the placement version goes up by one.
+  virtual absl::Status Commit(const std::vector<StoredPlacement>& placements,
+                              const std::vector<StoredOffset>& offsets,
+                              const std::vector<LinkScoreSample>& samples,
+                              const CommittedInputs& inputs = {}) = 0;
+
+  // One transaction: removes the jobs' placements, offsets, committed
+  // profiles and latest profiles, and what `extras` names; records a release
+  // marker (extras.next_ranking_id) for every job named. Returns the jobs that
+  // held a placement or an offset (in the order given); an unknown job is
+  // skipped, not an error. When a job was released the placement version
+  // goes up by one.
+  virtual absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs,
+                                                           const ReleaseExtras& extras = {}) = 0;
+  // job -> the first ranking id made after its latest release, for the
+  // markers still able to refuse a kept ranking (PutRanking prunes the rest).
+  virtual absl::StatusOr<std::map<std::string, uint64_t>> LoadReleaseMarkers() = 0;
+
+  // How many times the committed placement changed (Commit with placements,
+  // Release that released a job) since the state was created; 0 before.
+  virtual absl::StatusOr<uint64_t> PlacementVersion() = 0;
+
+  // The profiles and capacities of every commit so far, the latest per job
+  // and link.
+  virtual absl::StatusOr<CommittedInputs> LoadCommittedInputs() = 0;
+
+  // Rows whose numbers do not fit their fields (a period of 0 or above
+  // 2^32 - 1 us, a shift not below its period, a negative version) are not
+  // returned but appended to `bad` (when given).
+  virtual absl::StatusOr<std::vector<StoredOffset>> LoadOffsets(std::vector<BadRow>* bad = nullptr) = 0;
+  virtual absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements() = 0;
+
+  virtual absl::Status PutProfile(const StoredProfile& profile) = 0;
+  virtual absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() = 0;
+
+  virtual absl::Status AddLinkScore(const LinkScoreSample& sample) = 0;
+  // Keep at most this many samples per link (the newest); 0: all. Applies to
+  // every sample added from now on (AddLinkScore, Commit).
+  void KeepLinkScoresPerLink(uint32_t keep) { keep_link_scores_ = keep; }
+  // The newest `limit` samples of `link`, newest first.
+  virtual absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit) = 0;
+
+  // Moves a bad row out of its table into `quarantine` (table, key, reason,
+  // time), so that it is never loaded again and can still be inspected.
+  virtual absl::Status Quarantine(const BadRow& row, int64_t at_epoch_us) = 0;
+  // Everything quarantined so far, oldest first.
+  virtual absl::StatusOr<std::vector<BadRow>> LoadQuarantine() = 0;
+
+  // The SQLite store's WAL checkpoints; zeros for other backends.
+  virtual CheckpointStats checkpoint_stats() const { return {}; }
+
+ protected:
+  StateStore() = default;
+  uint32_t keep_link_scores_ = 0;
+};
+
+// The SQLite backend (state_store.backend: sqlite).
+class SqliteStateStore final : public StateStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<SqliteStateStore>> Open(const std::string& path, const std::string& synchronous,
+                                                          uint32_t checkpoint_pages = kDefaultCheckpointPages);
+  ~SqliteStateStore() override;
+  SqliteStateStore(const SqliteStateStore&) = delete;
+  SqliteStateStore& operator=(const SqliteStateStore&) = delete;
+
+  // The epoch; when none is stored yet, stores `initial` and returns it.
+  absl::StatusOr<int64_t> EpochOr(int64_t initial) override;
+
+  absl::Status PutRanking(const StoredRanking& ranking, uint64_t keep) override;
+  // NotFound when the ranking is unknown (never made, or pruned).
+  absl::StatusOr<StoredRanking> GetRanking(uint64_t id) override;
+  absl::StatusOr<uint64_t> MaxRankingId() override;
 
   // One transaction: placements, offsets and inputs replace the jobs' (and
   // links') previous ones; samples are appended. When `placements` is not
@@ -139,7 +222,7 @@ class StateStore {
   absl::Status Commit(const std::vector<StoredPlacement>& placements,
                       const std::vector<StoredOffset>& offsets,
                       const std::vector<LinkScoreSample>& samples,
-                      const CommittedInputs& inputs = {});
+                      const CommittedInputs& inputs = {}) override;
 
   // One transaction: removes the jobs' placements, offsets, committed
   // profiles and latest profiles, and what `extras` names; records a release
@@ -148,45 +231,44 @@ class StateStore {
   // skipped, not an error. When a job was released the placement version
   // goes up by one.
   absl::StatusOr<std::vector<std::string>> Release(const std::vector<std::string>& jobs,
-                                                   const ReleaseExtras& extras = {});
+                                                   const ReleaseExtras& extras = {}) override;
   // job -> the first ranking id made after its latest release, for the
   // markers still able to refuse a kept ranking (PutRanking prunes the rest).
-  absl::StatusOr<std::map<std::string, uint64_t>> LoadReleaseMarkers();
+  absl::StatusOr<std::map<std::string, uint64_t>> LoadReleaseMarkers() override;
 
   // How many times the committed placement changed (Commit with placements,
   // Release that released a job) since the database was created; 0 before.
-  absl::StatusOr<uint64_t> PlacementVersion();
+  absl::StatusOr<uint64_t> PlacementVersion() override;
 
   // The profiles and capacities of every commit so far, the latest per job
   // and link.
-  absl::StatusOr<CommittedInputs> LoadCommittedInputs();
+  absl::StatusOr<CommittedInputs> LoadCommittedInputs() override;
 
   // Rows whose numbers do not fit their fields (a period of 0 or above
   // 2^32 - 1 us, a shift not below its period, a negative version) are not
   // returned but appended to `bad` (when given).
-  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets(std::vector<BadRow>* bad = nullptr);
-  absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements();
+  absl::StatusOr<std::vector<StoredOffset>> LoadOffsets(std::vector<BadRow>* bad = nullptr) override;
+  absl::StatusOr<std::vector<StoredPlacement>> LoadPlacements() override;
 
-  absl::Status PutProfile(const StoredProfile& profile);
-  absl::StatusOr<std::vector<StoredProfile>> LoadProfiles();
+  absl::Status PutProfile(const StoredProfile& profile) override;
+  absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() override;
 
-  absl::Status AddLinkScore(const LinkScoreSample& sample);
+  absl::Status AddLinkScore(const LinkScoreSample& sample) override;
   // Keep at most this many samples per link (the newest); 0: all. Applies to
   // every sample added from now on (AddLinkScore, Commit).
-  void KeepLinkScoresPerLink(uint32_t keep) { keep_link_scores_ = keep; }
   // The newest `limit` samples of `link`, newest first.
-  absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit);
+  absl::StatusOr<std::vector<LinkScoreSample>> LinkScoreHistory(const std::string& link, int limit) override;
 
   // Moves a bad row out of its table into `quarantine` (table, key, reason,
   // time), so that it is never loaded again and can still be inspected.
-  absl::Status Quarantine(const BadRow& row, int64_t at_epoch_us);
+  absl::Status Quarantine(const BadRow& row, int64_t at_epoch_us) override;
   // Everything quarantined so far, oldest first.
-  absl::StatusOr<std::vector<BadRow>> LoadQuarantine();
+  absl::StatusOr<std::vector<BadRow>> LoadQuarantine() override;
 
-  CheckpointStats checkpoint_stats() const;
+  CheckpointStats checkpoint_stats() const override;
 
  private:
-  explicit StateStore(sqlite3* db) : db_(db) {}
+  explicit SqliteStateStore(sqlite3* db) : db_(db) {}
   absl::Status Exec(const std::string& sql);
   absl::Status Error(const std::string& what) const;
   // Starts the checkpoint thread with its own connection to `path`.
@@ -202,7 +284,6 @@ class StateStore {
   bool InsertLinkScore(const LinkScoreSample& sample);
 
   sqlite3* db_;
-  uint32_t keep_link_scores_ = 0;
   // The checkpoint thread (absent for a database without a WAL).
   sqlite3* checkpoint_db_ = nullptr;
   uint32_t checkpoint_pages_ = kDefaultCheckpointPages;

@@ -10,6 +10,7 @@ namespace phasor::protocol {
 namespace {
 
 constexpr absl::string_view kWireCodeUrl = "type.phasor/phasor.v1.Error.Code";
+constexpr absl::string_view kLeaderUrl = "type.phasor/phasor.v1.Error.leader_endpoint";
 
 absl::StatusCode CanonicalCode(v1::Error::Code code) {
   switch (code) {
@@ -29,6 +30,8 @@ absl::StatusCode CanonicalCode(v1::Error::Code code) {
       return absl::StatusCode::kUnimplemented;
     case v1::Error::UNAUTHENTICATED:
       return absl::StatusCode::kUnauthenticated;
+    case v1::Error::UNAVAILABLE:
+      return absl::StatusCode::kUnavailable;
     default:
       return absl::StatusCode::kInternal;
   }
@@ -73,12 +76,26 @@ v1::Error ErrorFromStatus(const absl::Status& status, uint64_t request_id) {
   if (error.code() == v1::Error::UNSUPPORTED_VERSION) {
     for (const std::string& v : SupportedVersions()) error.add_supported_versions(v);
   }
+  error.set_leader_endpoint(LeaderEndpoint(status));
   return error;
 }
 
 absl::Status StatusFromError(const v1::Error& error) {
-  return WireStatus(error.code(),
-                    absl::StrCat("phasord: ", std::string(ErrorCodeName(error.code())), ": ", error.message()));
+  absl::Status status = WireStatus(
+      error.code(), absl::StrCat("phasord: ", std::string(ErrorCodeName(error.code())), ": ", error.message()));
+  if (!error.leader_endpoint().empty()) status.SetPayload(kLeaderUrl, absl::Cord(error.leader_endpoint()));
+  return status;
+}
+
+absl::Status NotLeaderStatus(absl::string_view message, absl::string_view leader_endpoint) {
+  absl::Status status = WireStatus(v1::Error::UNAVAILABLE, message);
+  if (!leader_endpoint.empty()) status.SetPayload(kLeaderUrl, absl::Cord(leader_endpoint));
+  return status;
+}
+
+std::string LeaderEndpoint(const absl::Status& status) {
+  if (auto payload = status.GetPayload(kLeaderUrl)) return std::string(*payload);
+  return "";
 }
 
 }  // namespace phasor::protocol

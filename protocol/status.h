@@ -8,6 +8,8 @@
 //   InvalidArgument <-> INVALID_ARGUMENT   NotFound <-> NOT_FOUND
 //   ResourceExhausted <-> LIMIT_EXCEEDED   Unauthenticated <-> UNAUTHENTICATED
 //   FailedPrecondition <-> FAILED_PRECONDITION   Unimplemented <-> UNKNOWN_TYPE
+//   UNAVAILABLE -> Unavailable (only a Status made with its wire code, as
+//   NotLeaderStatus does, goes out as UNAVAILABLE; a plain Unavailable is INTERNAL)
 //   (UNSUPPORTED_VERSION -> FailedPrecondition; framing.h makes it with its wire code)
 //   anything else -> INTERNAL -> Internal
 // Pure functions; thread-safe.
@@ -31,8 +33,16 @@ v1::Error::Code WireCode(const absl::Status& status);
 // The Error reply for a failed Status (status must not be OK).
 v1::Error ErrorFromStatus(const absl::Status& status, uint64_t request_id = 0);
 
-// The Status for an Error reply, its message prefixed "phasord: CODE: ".
+// The Status for an Error reply, its message prefixed "phasord: CODE: ";
+// an UNAVAILABLE reply's leader_endpoint is kept (LeaderEndpoint).
 absl::Status StatusFromError(const v1::Error& error);
+
+// UNAVAILABLE from a phasord that does not serve now (a standby, or a
+// leader whose lease ran out), naming the leader's request endpoint ("" when
+// none is known); ErrorFromStatus puts it into Error.leader_endpoint.
+absl::Status NotLeaderStatus(absl::string_view message, absl::string_view leader_endpoint);
+// The leader endpoint a Status names ("" when none).
+std::string LeaderEndpoint(const absl::Status& status);
 
 }  // namespace phasor::protocol
 

@@ -42,6 +42,7 @@ test_packages=(
   # Slurm integration test: a real slurmctld + 8 slurmd, each host in its own namespaces (job_submit_lua.so is linked against Lua 5.1)
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins lua5.1
   lua-socket  # job_submit.lua talks to the controller's socket itself (socket.unix), without forking a helper
+  etcd-server etcd-client  # state_store.backend: etcd; the failover tests start a real 3-member cluster
 )
 if [ "$group" = all ]; then
   packages+=("${test_packages[@]}")

@@ -79,7 +79,10 @@ int main(int argc, char** argv) {
     }
   }
   (*daemon)->Run(g_stop);
+  const bool lost = (*daemon)->lost_leadership();
   spdlog::info("phasord: stopping");
   daemon->reset();
-  return 0;
+  // Exit 3: this phasord led and lost the lead (state_store.backend etcd);
+  // its supervisor restarts it as a standby.
+  return lost ? 3 : 0;
 }

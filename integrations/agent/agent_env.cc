@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "protocol/curve_keys.h"
 
@@ -42,14 +43,22 @@ absl::StatusOr<std::string> Required(const EnvLookup& lookup, const char* name) 
   return *v;
 }
 
+// One endpoint, or several comma-separated (a phasord leader and its standbys).
 absl::StatusOr<std::string> Endpoint(const EnvLookup& lookup, const char* name) {
   absl::StatusOr<std::string> v = Required(lookup, name);
   if (!v.ok()) return v;
-  for (const char* transport : {"tcp://", "ipc://", "inproc://"}) {
-    if (absl::StartsWith(*v, transport) && v->size() > std::string(transport).size()) return v;
+  for (absl::string_view part : absl::StrSplit(*v, ',')) {
+    const std::string e(absl::StripAsciiWhitespace(part));
+    bool ok = false;
+    for (const char* transport : {"tcp://", "ipc://", "inproc://"}) {
+      ok = ok || (absl::StartsWith(e, transport) && e.size() > std::string(transport).size());
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": '", e, "' is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)"));
+    }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(name, ": '", *v, "' is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)"));
+  return v;
 }
 
 // An integer in [minimum, maximum], or `fallback` when unset.

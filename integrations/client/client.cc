@@ -1,9 +1,13 @@
 #include "integrations/client/client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "protocol/convert.h"
 #include "protocol/curve_keys.h"
 #include "protocol/status.h"
@@ -24,25 +28,55 @@ absl::Status ApplyCurve(zmq::socket_t& socket, const CurveClientKeys& keys) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> SplitEndpoints(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(part));
+  }
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options, zmq::context_t* context) {
   if (options.endpoint.empty()) return absl::InvalidArgumentError("endpoint: required");
   if (options.timeout_ms <= 0) return absl::InvalidArgumentError("timeout_ms: must be > 0");
+  std::vector<std::string> endpoints = SplitEndpoints(options.endpoint);
+  if (endpoints.empty()) return absl::InvalidArgumentError("endpoint: required");
   std::unique_ptr<zmq::context_t> owned;
   if (context == nullptr) {
     owned = std::make_unique<zmq::context_t>(1);
     context = owned.get();
   }
-  zmq::socket_t socket(*context, zmq::socket_type::dealer);
+  // Every endpoint must be one ZeroMQ accepts; the first is connected.
+  for (const std::string& e : endpoints) {
+    zmq::socket_t probe(*context, zmq::socket_type::dealer);
+    probe.set(zmq::sockopt::linger, 0);
+    try {
+      probe.connect(e);
+    } catch (const zmq::error_t& err) {
+      return absl::InvalidArgumentError(absl::StrCat("endpoint: cannot connect to '", e, "': ", err.what()));
+    }
+  }
+  std::unique_ptr<Client> client(new Client(options, std::move(endpoints), std::move(owned), context));
+  if (absl::Status s = client->ConnectTo(0); !s.ok()) return s;
+  return client;
+}
+
+absl::Status Client::ConnectTo(size_t i) {
+  zmq::socket_t socket(*context_, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 0);
-  if (options.curve) {
-    if (absl::Status s = ApplyCurve(socket, *options.curve); !s.ok()) return s;
+  if (options_.curve) {
+    if (absl::Status s = ApplyCurve(socket, *options_.curve); !s.ok()) return s;
   }
   try {
-    socket.connect(options.endpoint);
+    socket.connect(endpoints_[i]);
   } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(absl::StrCat("endpoint: cannot connect to '", options.endpoint, "': ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("endpoint: cannot connect to '", endpoints_[i], "': ", e.what()));
   }
-  return std::unique_ptr<Client>(new Client(options, std::move(owned), std::move(socket)));
+  if (socket_.handle() != nullptr) socket_.close();
+  socket_ = std::move(socket);
+  current_ = i;
+  options_.endpoint = endpoints_[i];  // named in errors
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> Client::CallRaw(const std::vector<std::string>& frames) {
@@ -65,6 +99,45 @@ absl::StatusOr<std::vector<std::string>> Client::CallRaw(const std::vector<std::
 
 absl::Status Client::Call(MessageType type, google::protobuf::Message& request, MessageType reply_type,
                           google::protobuf::Message& reply) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  if (endpoints_.size() == 1) {
+    absl::Status s = CallOnce(type, request, reply_type, reply, deadline, options_.timeout_ms);
+    const std::string leader = protocol::LeaderEndpoint(s);
+    // One endpoint that is a standby (a Service address): the named leader is tried next.
+    if (!absl::IsUnavailable(s) || leader.empty() || leader == endpoints_[0]) return s;
+    endpoints_.push_back(leader);
+    if (absl::Status c = ConnectTo(1); !c.ok()) return c;
+  }
+  // A dead endpoint costs one share of the bound; a standby answers at once.
+  const int share = std::max(100, options_.timeout_ms / static_cast<int>(endpoints_.size()));
+  absl::Status last;
+  size_t tried = 0;
+  while (true) {
+    last = CallOnce(type, request, reply_type, reply, deadline, share);
+    if (!absl::IsUnavailable(last)) return last;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return last;
+    // The leader a standby named, when it is another endpoint; else the next one.
+    size_t next = (current_ + 1) % endpoints_.size();
+    const std::string leader = protocol::LeaderEndpoint(last);
+    if (!leader.empty() && leader != endpoints_[current_]) {
+      // The leader, also when it is not listed (a Service address in front of pods).
+      auto it = std::find(endpoints_.begin(), endpoints_.end(), leader);
+      if (it == endpoints_.end()) it = endpoints_.insert(endpoints_.end(), leader);
+      next = static_cast<size_t>(it - endpoints_.begin());
+    }
+    if (++tried % endpoints_.size() == 0) {
+      // Every endpoint refused (a failover under way): a short pause.
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
+                                                                                deadline - now));
+    }
+    if (absl::Status s = ConnectTo(next); !s.ok()) return s;
+  }
+}
+
+absl::Status Client::CallOnce(MessageType type, google::protobuf::Message& request, MessageType reply_type,
+                              google::protobuf::Message& reply, std::chrono::steady_clock::time_point call_deadline,
+                              int wait_ms) {
   const uint64_t id = next_request_id_++;
   const google::protobuf::FieldDescriptor* id_field = request.GetDescriptor()->FindFieldByName("request_id");
   request.GetReflection()->SetUInt64(&request, id_field, id);
@@ -74,7 +147,8 @@ absl::Status Client::Call(MessageType type, google::protobuf::Message& request, 
   if (!zmq::send_multipart(socket_, out, zmq::send_flags::dontwait)) {
     return absl::UnavailableError(absl::StrCat("phasord at ", options_.endpoint, ": send queue full"));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  const auto deadline =
+      std::min(call_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms));
   protocol::FramingOptions framing;
   framing.max_message_bytes = static_cast<size_t>(1) << 30;
   while (true) {
@@ -217,16 +291,19 @@ absl::StatusOr<std::unique_ptr<OffsetSubscriber>> OffsetSubscriber::Connect(Offs
     }
   }
   s->sub_.set(zmq::sockopt::subscribe, s->options_.job);
-  try {
-    s->sub_.connect(s->options_.offset_endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(absl::StrCat("offset_endpoint: '", s->options_.offset_endpoint, "': ", e.what()));
+  for (const std::string& e : SplitEndpoints(s->options_.offset_endpoint)) {
+    try {
+      s->sub_.connect(e);
+    } catch (const zmq::error_t& err) {
+      return absl::InvalidArgumentError(absl::StrCat("offset_endpoint: '", e, "': ", err.what()));
+    }
   }
-  try {
-    s->dealer_.connect(s->options_.request_endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request_endpoint: '", s->options_.request_endpoint, "': ", e.what()));
+  for (const std::string& e : SplitEndpoints(s->options_.request_endpoint)) {
+    try {
+      s->dealer_.connect(e);
+    } catch (const zmq::error_t& err) {
+      return absl::InvalidArgumentError(absl::StrCat("request_endpoint: '", e, "': ", err.what()));
+    }
   }
   return s;
 }

@@ -20,9 +20,16 @@
 // LIMIT_EXCEEDED/TOO_LARGE -> ResourceExhausted, UNSUPPORTED_VERSION ->
 // FailedPrecondition, UNKNOWN_TYPE -> Unimplemented); no answer within
 // timeout_ms is Unavailable.
+//
+// Several phasords (state_store.backend: etcd, one leader and standbys):
+// `endpoint` may list them, comma-separated. A call goes to the endpoint that
+// answered last; when it gets no reply or UNAVAILABLE (a standby, naming the
+// leader in Error.leader_endpoint), it tries the named leader, else the next
+// endpoint, until one answers or timeout_ms (the whole call's bound) passes.
 #ifndef PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_
 #define PHASOR_INTEGRATIONS_CLIENT_CLIENT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,8 +53,12 @@ using CurveClientKeys = protocol::CurveClientKeys;
 // key that is not Z85.
 absl::Status ApplyCurve(zmq::socket_t& socket, const CurveClientKeys& keys);
 
+// The endpoints of a comma-separated list (spaces around each dropped).
+std::vector<std::string> SplitEndpoints(const std::string& list);
+
 struct ClientOptions {
-  // phasord's ROUTER endpoint (request_endpoint in its config). Required.
+  // phasord's ROUTER endpoint (request_endpoint in its config), or several,
+  // comma-separated (a leader and its standbys). Required.
   std::string endpoint;
   // How long one call waits for its reply (default 5 s).
   int timeout_ms = 5000;
@@ -91,16 +102,30 @@ class Client {
   uint64_t stale_replies() const { return stale_replies_; }
 
  private:
-  Client(ClientOptions options, std::unique_ptr<zmq::context_t> owned, zmq::socket_t socket)
-      : options_(std::move(options)), owned_context_(std::move(owned)), socket_(std::move(socket)) {}
+  Client(ClientOptions options, std::vector<std::string> endpoints, std::unique_ptr<zmq::context_t> owned,
+         zmq::context_t* context)
+      : options_(std::move(options)),
+        endpoints_(std::move(endpoints)),
+        owned_context_(std::move(owned)),
+        context_(context) {}
 
   // Sends `request` (with a fresh request_id set by `set_id`) and waits for
-  // the reply with that id, parsing it into `reply` (of type `reply_type`).
+  // the reply with that id, parsing it into `reply` (of type `reply_type`),
+  // failing over between the endpoints within timeout_ms.
   absl::Status Call(protocol::MessageType type, google::protobuf::Message& request,
                     protocol::MessageType reply_type, google::protobuf::Message& reply);
+  // One attempt on the current endpoint, waiting until `deadline`.
+  absl::Status CallOnce(protocol::MessageType type, google::protobuf::Message& request,
+                        protocol::MessageType reply_type, google::protobuf::Message& reply,
+                        std::chrono::steady_clock::time_point deadline, int wait_ms);
+  // (Re)connects the socket to endpoints_[i].
+  absl::Status ConnectTo(size_t i);
 
   ClientOptions options_;
+  std::vector<std::string> endpoints_;
+  size_t current_ = 0;
   std::unique_ptr<zmq::context_t> owned_context_;
+  zmq::context_t* context_;
   zmq::socket_t socket_;
   uint64_t next_request_id_ = 1;
   uint64_t stale_replies_ = 0;
@@ -108,8 +133,12 @@ class Client {
 
 struct OffsetSubscriberOptions {
   std::string job;               // the job whose offsets to follow. Required.
-  std::string request_endpoint;  // phasord's ROUTER (GetOffset). Required.
-  std::string offset_endpoint;   // phasord's PUB (OffsetUpdate, topic = job id). Required.
+  // phasord's ROUTER (GetOffset) and PUB (OffsetUpdate, topic = job id).
+  // Required. Each may list several phasords, comma-separated: the
+  // subscriber hears every PUB (only the leader publishes) and its GetOffsets
+  // go round the ROUTERs (standbys' UNAVAILABLE answers are dropped).
+  std::string request_endpoint;
+  std::string offset_endpoint;
   std::optional<CurveClientKeys> curve;
 };
 

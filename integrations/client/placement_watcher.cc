@@ -34,13 +34,17 @@ absl::StatusOr<protocol::CurveClientKeys> LoadPlacementKeys(const std::string& s
 
 absl::StatusOr<std::unique_ptr<PlacementWatcher>> PlacementWatcher::Create(
     PlacementWatcherOptions options, probe::ServerAddresses addresses, std::ostream& diagnostics) {
-  const std::string& e = options.endpoint;
-  if (absl::Status s = options.curve ? protocol::CheckEndpoint("--placements-from", e)
-                                     : protocol::CheckPlainEndpoint(
-                                           "--placements-from", e,
-                                           "give --placements-server-key and --placements-keys");
-      !s.ok()) {
-    return s;
+  // One phasord, or several comma-separated (its Client fails over between them).
+  std::vector<std::string> endpoints = SplitEndpoints(options.endpoint);
+  if (endpoints.empty()) endpoints = {options.endpoint};  // checked as given: the error names it
+  for (const std::string& e : endpoints) {
+    if (absl::Status s = options.curve ? protocol::CheckEndpoint("--placements-from", e)
+                                       : protocol::CheckPlainEndpoint(
+                                             "--placements-from", e,
+                                             "give --placements-server-key and --placements-keys");
+        !s.ok()) {
+      return s;
+    }
   }
   if (options.timeout_ms < 1) {
     return absl::InvalidArgumentError(

@@ -35,12 +35,15 @@ absl::StatusOr<protocol::CurveClientKeys> LoadPublishKeys(const std::string& ser
 
 absl::StatusOr<std::unique_ptr<ProfilePublisher>> ProfilePublisher::Create(const PublisherOptions& options,
                                                                            std::ostream& diagnostics) {
-  const std::string& e = options.endpoint;
-  if (absl::Status s = options.curve ? protocol::CheckEndpoint("--publish", e)
-                                     : protocol::CheckPlainEndpoint("--publish", e,
-                                                                    "give --publish-server-key and --publish-keys");
-      !s.ok()) {
-    return s;
+  const std::vector<std::string> endpoints = SplitEndpoints(options.endpoint);
+  if (endpoints.empty()) return absl::InvalidArgumentError("--publish: required");
+  for (const std::string& e : endpoints) {
+    if (absl::Status s = options.curve ? protocol::CheckEndpoint("--publish", e)
+                                       : protocol::CheckPlainEndpoint("--publish", e,
+                                                                      "give --publish-server-key and --publish-keys");
+        !s.ok()) {
+      return s;
+    }
   }
   if (options.send_timeout_ms < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--publish-timeout-ms: ", options.send_timeout_ms, " is negative"));
@@ -49,19 +52,24 @@ absl::StatusOr<std::unique_ptr<ProfilePublisher>> ProfilePublisher::Create(const
     return absl::InvalidArgumentError(absl::StrCat("--publish-queue: ", options.queue, " is below 1"));
   }
   std::unique_ptr<ProfilePublisher> p(new ProfilePublisher(options, diagnostics));
-  try {
-    p->socket_.set(zmq::sockopt::immediate, 1);  // queue only towards a connected phasord
-    p->socket_.set(zmq::sockopt::sndhwm, options.queue);
-    p->socket_.set(zmq::sockopt::sndtimeo, options.send_timeout_ms);
-    p->socket_.set(zmq::sockopt::linger, options.linger_ms);
-    if (options.curve) {
-      if (absl::Status s = client::ApplyCurve(p->socket_, *options.curve); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("--publish-keys: ", s.message()));
+  for (const std::string& e : endpoints) {
+    try {
+      zmq::socket_t socket(p->context_, zmq::socket_type::push);
+      socket.set(zmq::sockopt::immediate, 1);  // queue only towards a connected phasord
+      socket.set(zmq::sockopt::sndhwm, options.queue);
+      // Several endpoints: a dead one must not hold up the others.
+      socket.set(zmq::sockopt::sndtimeo, endpoints.size() > 1 ? 0 : options.send_timeout_ms);
+      socket.set(zmq::sockopt::linger, options.linger_ms);
+      if (options.curve) {
+        if (absl::Status s = client::ApplyCurve(socket, *options.curve); !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("--publish-keys: ", s.message()));
+        }
       }
+      socket.connect(e);
+      p->sockets_.push_back(std::move(socket));
+    } catch (const zmq::error_t& err) {
+      return absl::InvalidArgumentError(absl::StrCat("--publish: cannot connect to '", e, "': ", err.what()));
     }
-    p->socket_.connect(e);
-  } catch (const zmq::error_t& err) {
-    return absl::InvalidArgumentError(absl::StrCat("--publish: cannot connect to '", e, "': ", err.what()));
   }
   return p;
 }
@@ -72,11 +80,12 @@ bool ProfilePublisher::Publish(const v1::ProfileUpdate& update) {
   for (const std::string& f : frames) out.push_back(zmq::buffer(f));
   // Wait (up to sndtimeo) only while phasord was reachable; after a failure, try without waiting.
   const zmq::send_flags flags = reachable_ ? zmq::send_flags::none : zmq::send_flags::dontwait;
-  bool ok = false;
-  try {
-    ok = zmq::send_multipart(socket_, out, flags).has_value();
-  } catch (const zmq::error_t&) {
-    ok = false;
+  bool ok = false;  // at least one phasord took it
+  for (zmq::socket_t& socket : sockets_) {
+    try {
+      ok = zmq::send_multipart(socket, out, flags).has_value() || ok;
+    } catch (const zmq::error_t&) {
+    }
   }
   if (ok) {
     ++sent_;

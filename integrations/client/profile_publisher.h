@@ -17,6 +17,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "protocol/curve_keys.h"
@@ -29,6 +30,8 @@ namespace phasor::client {
 
 struct PublisherOptions {
   // phasord's profile_endpoint (tcp://, ipc:// or inproc://). Required.
+  // Several, comma-separated (a leader and its standbys): every profile goes
+  // to each (standbys drop it), so the leader hears all of them.
   std::string endpoint;
   // CURVE keys; without them only ipc://, inproc:// and loopback TCP are accepted.
   std::optional<protocol::CurveClientKeys> curve;
@@ -74,12 +77,12 @@ class ProfilePublisher {
 
  private:
   ProfilePublisher(PublisherOptions options, std::ostream& diagnostics)
-      : options_(std::move(options)), diagnostics_(diagnostics), socket_(context_, zmq::socket_type::push) {}
+      : options_(std::move(options)), diagnostics_(diagnostics) {}
 
   PublisherOptions options_;
   std::ostream& diagnostics_;
   zmq::context_t context_{1};
-  zmq::socket_t socket_;
+  std::vector<zmq::socket_t> sockets_;  // one PUSH per endpoint
   bool reachable_ = true;  // the last send succeeded (or none was tried)
   uint64_t sent_ = 0;
   uint64_t dropped_ = 0;

@@ -8,6 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "protocol/endpoint.h"
 #include "yaml-cpp/yaml.h"
 
@@ -75,10 +77,14 @@ absl::StatusOr<NodeConfig> ParseNodeConfig(const std::string& yaml_text) {
   for (auto [key, value] : {std::pair{"phasord_request_endpoint", &c.phasord_request_endpoint},
                             {"phasord_offset_endpoint", &c.phasord_offset_endpoint}}) {
     if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(key, ": required"));
-    absl::Status s = c.phasord_public_key_file.empty() || c.agent_key_prefix.empty()
-                         ? protocol::CheckPlainEndpoint(key, *value, "set phasord_public_key_file and agent_key_prefix")
-                         : protocol::CheckEndpoint(key, *value);
-    if (!s.ok()) return s;
+    // One phasord, or several comma-separated (a leader and its standbys).
+    for (absl::string_view part : absl::StrSplit(*value, ',')) {
+      const std::string e(absl::StripAsciiWhitespace(part));
+      absl::Status s = c.phasord_public_key_file.empty() || c.agent_key_prefix.empty()
+                           ? protocol::CheckPlainEndpoint(key, e, "set phasord_public_key_file and agent_key_prefix")
+                           : protocol::CheckEndpoint(key, e);
+      if (!s.ok()) return s;
+    }
   }
   if (c.jobs_dir.empty() || c.jobs_dir[0] != '/') return absl::InvalidArgumentError("jobs_dir: must be an absolute path");
   if (c.controller_timeout_ms < 1 || c.controller_timeout_ms > 60000) {

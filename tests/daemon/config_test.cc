@@ -128,6 +128,64 @@ TEST(ConfigTest, BadKeysAndValuesNameTheKey) {
   EXPECT_THAT(ErrorOf("a: [unclosed"), HasSubstr("config: not YAML"));
 }
 
+TEST(ConfigTest, StateStoreIsSqliteUnlessEtcdIsConfigured) {
+  absl::StatusOr<DaemonOptions> o = ParseDaemonConfig("allow_plain: true\n");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->state_store.backend, "sqlite");
+  o = ParseDaemonConfig(R"(
+allow_plain: true
+state_store:
+  backend: etcd
+  etcd:
+    endpoints: http://10.0.0.1:2379, http://10.0.0.2:2379
+    prefix: /phasor/prod
+    lease_seconds: 6
+    name: host-a
+    advertise_endpoint: tcp://10.0.0.1:7410
+    timeout_ms: 800
+    ranking_max_age_s: 600
+    max_ranking_bytes: 2097152
+)");
+  ASSERT_TRUE(o.ok()) << o.status();
+  const EtcdOptions& e = o->state_store.etcd;
+  EXPECT_EQ(o->state_store.backend, "etcd");
+  EXPECT_EQ(e.endpoints, (std::vector<std::string>{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}));
+  EXPECT_EQ(e.prefix, "/phasor/prod");
+  EXPECT_EQ(e.lease_seconds, 6u);
+  EXPECT_EQ(e.name, "host-a");
+  EXPECT_EQ(e.advertise_endpoint, "tcp://10.0.0.1:7410");
+  EXPECT_EQ(e.timeout_ms, 800u);
+  EXPECT_EQ(e.ranking_max_age_s, 600u);
+  EXPECT_EQ(e.max_ranking_bytes, 2097152u);
+  o = ParseDaemonConfig("allow_plain: true\nstate_store: {backend: etcd, etcd: {endpoints: [http://a:1, http://b:2]}}\n");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->state_store.etcd.endpoints.size(), 2u);
+  EXPECT_EQ(o->state_store.etcd.lease_seconds, 3u);  // the default: failover within 5 s
+  EXPECT_EQ(o->state_store.etcd.timeout_ms, 500u);
+}
+
+TEST(ConfigTest, BadStateStoreKeysNameTheKey) {
+  const std::string base = "allow_plain: true\nstate_store:\n  backend: etcd\n  etcd:\n    endpoints: http://a:1\n";
+  EXPECT_EQ(ErrorOf("allow_plain: true\nstate_store: {backend: redis}\n"),
+            "state_store.backend: 'redis' is not sqlite or etcd");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nstate_store: {backend: etcd}\n"),
+            "state_store.etcd.endpoints: required with backend etcd");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nstate_store: {backend: etcd, etcd: {endpoints: 'a:1'}}\n"),
+            "state_store.etcd.endpoints: 'a:1' is not http://HOST:PORT");
+  EXPECT_EQ(ErrorOf("allow_plain: true\nstate_store: {colour: red}\n"), "state_store.colour: unknown key");
+  EXPECT_EQ(ErrorOf(base + "    colour: red\n"), "state_store.etcd.colour: unknown key");
+  EXPECT_EQ(ErrorOf(base + "    prefix: phasor\n"),
+            "state_store.etcd.prefix: 'phasor' must start with '/' and not end with it");
+  EXPECT_EQ(ErrorOf(base + "    lease_seconds: 1\n"), "state_store.etcd.lease_seconds: must be in 2..3600");
+  EXPECT_EQ(ErrorOf(base + "    lease_seconds: soon\n"), "state_store.etcd.lease_seconds: wrong type");
+  EXPECT_EQ(ErrorOf(base + "    timeout_ms: 1000\n"),
+            "state_store.etcd.timeout_ms: must be > 0 and below a third of lease_seconds");
+  EXPECT_EQ(ErrorOf(base + "    advertise_endpoint: http://x\n"),
+            "state_store.etcd.advertise_endpoint: 'http://x' is not a tcp://, ipc:// or inproc:// endpoint");
+  EXPECT_EQ(ErrorOf(base + "    max_ranking_bytes: 10\n"),
+            "state_store.etcd.max_ranking_bytes: must be at least 1048576");
+}
+
 TEST(ConfigTest, RankingPolicyParsesWithTheSimulatorsDefaults) {
   absl::StatusOr<DaemonOptions> o = ParseDaemonConfig("allow_plain: true\n");
   ASSERT_TRUE(o.ok()) << o.status().message();
@@ -194,6 +252,17 @@ TEST(ConfigTest, LoadNamesTheFile) {
 TEST(ConfigTest, ShippedExampleConfigParses) {
   absl::StatusOr<DaemonOptions> o = LoadDaemonConfig("cmd/phasord/phasord.example.yaml");
   ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->state_store.backend, "sqlite");
+}
+
+// deploy/systemd/: one host's phasord of three on etcd.
+TEST(ConfigTest, ShippedEtcdConfigParses) {
+  absl::StatusOr<DaemonOptions> o = LoadDaemonConfig("deploy/systemd/phasord-etcd.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->state_store.backend, "etcd");
+  EXPECT_EQ(o->state_store.etcd.endpoints.size(), 3u);
+  EXPECT_EQ(o->state_store.etcd.lease_seconds, 3u);
+  EXPECT_EQ(o->state_store.etcd.advertise_endpoint, "tcp://10.0.0.1:7410");
 }
 
 }  // namespace

@@ -103,6 +103,20 @@ TEST_F(AgentEnvTest, MissingRequiredVariablesAreNamed) {
   EXPECT_EQ(Error(), "PHASOR_REQUEST_ENDPOINT: required (not set)");
 }
 
+// A phasord leader and its standbys (state_store.backend: etcd): lists pass,
+// each endpoint checked.
+TEST_F(AgentEnvTest, SeveralEndpointsAreAcceptedAndEachIsChecked) {
+  env_["PHASOR_REQUEST_ENDPOINT"] = "tcp://10.0.0.1:7410, tcp://10.0.0.2:7410";
+  env_["PHASOR_OFFSET_ENDPOINT"] = "tcp://10.0.0.1:7412,tcp://10.0.0.2:7412";
+  absl::StatusOr<IterationGateOptions> o = GateOptionsFromEnv(Lookup());
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->request_endpoint, "tcp://10.0.0.1:7410, tcp://10.0.0.2:7410");
+  EXPECT_EQ(o->offset_endpoint, "tcp://10.0.0.1:7412,tcp://10.0.0.2:7412");
+  env_["PHASOR_REQUEST_ENDPOINT"] = "tcp://10.0.0.1:7410,phasord:7410";
+  EXPECT_EQ(Error(),
+            "PHASOR_REQUEST_ENDPOINT: 'phasord:7410' is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)");
+}
+
 TEST_F(AgentEnvTest, BadValuesAreNamed) {
   env_["PHASOR_REQUEST_ENDPOINT"] = "phasord:7410";
   EXPECT_EQ(Error(),

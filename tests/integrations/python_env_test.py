@@ -79,6 +79,16 @@ class EnvTest(unittest.TestCase):
         del self.env["PHASOR_REQUEST_ENDPOINT"]
         self.assertEqual(self.error(), "PHASOR_REQUEST_ENDPOINT: required (not set)")
 
+    def test_several_endpoints_are_accepted_and_each_is_checked(self):
+        # A phasord leader and its standbys (state_store.backend: etcd).
+        self.env["PHASOR_REQUEST_ENDPOINT"] = "tcp://10.0.0.1:7410, tcp://10.0.0.2:7410"
+        self.env["PHASOR_OFFSET_ENDPOINT"] = "tcp://10.0.0.1:7412,tcp://10.0.0.2:7412"
+        o = gate_options_from_env(self.env)
+        self.assertEqual(o["request_endpoint"], "tcp://10.0.0.1:7410, tcp://10.0.0.2:7410")
+        self.env["PHASOR_REQUEST_ENDPOINT"] = "tcp://10.0.0.1:7410,phasord:7410"
+        self.assertEqual(self.error(), "PHASOR_REQUEST_ENDPOINT: 'phasord:7410' is not a ZeroMQ endpoint "
+                                       "(tcp://HOST:PORT, ipc://PATH)")
+
     def test_bad_values_are_named(self):
         self.env["PHASOR_REQUEST_ENDPOINT"] = "phasord:7410"
         self.assertEqual(self.error(), "PHASOR_REQUEST_ENDPOINT: 'phasord:7410' is not a ZeroMQ endpoint "

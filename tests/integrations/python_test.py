@@ -184,6 +184,74 @@ class PhasordTest(unittest.TestCase):
         gate.close()
 
 
+class FailoverTest(unittest.TestCase):
+    """A Client given several endpoints: a dead one is skipped within the
+    call's bound, and a standby's UNAVAILABLE naming the leader is followed."""
+
+    def setUp(self):
+        self.phasord = Phasord()
+        self.context = zmq.Context()
+        self.standby = self.context.socket(zmq.ROUTER)
+        self.standby.linger = 0
+        self.standby_endpoint = "ipc://%s/standby" % self.phasord.dir
+        self.standby.bind(self.standby_endpoint)
+        self.refused = 0
+        self.leader = self.phasord.requests  # what the standby names
+        self.stop = False
+        import threading
+        self.thread = threading.Thread(target=self.serve_standby)
+        self.thread.start()
+
+    def serve_standby(self):
+        while not self.stop:
+            if not self.standby.poll(50):
+                continue
+            frames = self.standby.recv_multipart()
+            request = phasor.decode(frames[2:])
+            error = pb.Error(code=pb.Error.UNAVAILABLE, message="not the leader: a standby",
+                             request_id=request.request_id, leader_endpoint=self.leader)
+            self.standby.send_multipart(frames[:2] + phasor.encode(error))
+            self.refused += 1
+
+    def tearDown(self):
+        self.stop = True
+        self.thread.join()
+        self.standby.close(0)
+        self.context.term()
+        self.phasord.stop()
+
+    def test_a_standby_redirects_to_the_leader(self):
+        dead = "ipc://%s/nobody" % self.phasord.dir
+        client = phasor.Client(",".join([dead, self.standby_endpoint, self.phasord.requests]), timeout_ms=3000)
+        start = time.monotonic()
+        self.assertEqual(client.health().versions, ["phasor.v1"])
+        self.assertLess(time.monotonic() - start, 3.0)
+        self.assertEqual(self.refused, 1)  # the standby named the leader: asked once
+        client.health()  # stays with the leader
+        self.assertEqual(self.refused, 1)
+        client.close()
+
+    def test_an_unlisted_leader_named_by_a_standby_is_followed(self):
+        # One address (a Service in front of the pods) that reaches a standby.
+        client = phasor.Client(self.standby_endpoint, timeout_ms=3000)
+        self.assertEqual(client.health().versions, ["phasor.v1"])
+        self.assertEqual(self.refused, 1)
+        client.close()
+
+    def test_only_standbys_is_unavailable_within_the_bound(self):
+        self.leader = ""  # a failover under way: no leader known
+        client = phasor.Client(self.standby_endpoint + ",ipc://%s/nobody" % self.phasor_dir(), timeout_ms=600)
+        start = time.monotonic()
+        with self.assertRaises(phasor.PhasorError) as e:
+            client.health()
+        self.assertEqual(e.exception.code, "UNAVAILABLE")
+        self.assertLess(time.monotonic() - start, 1.2)
+        client.close()
+
+    def phasor_dir(self):
+        return self.phasord.dir
+
+
 class FromEnvWithPhasordTest(unittest.TestCase):
     """IterationGate.from_env() against a real phasord: the PHASOR_* variables
     as the Slurm TaskProlog sets them, the offset received, the gate aligned."""

@@ -127,12 +127,16 @@ class IterationGate:
                 except zmq.ZMQError as e:  # e.g. a 40-character key that is not valid Z85 material
                     raise ValueError("curve: ZeroMQ refused the CURVE keys: %s" % e)
             self._sub.setsockopt(zmq.SUBSCRIBE, job.encode())
-            for socket, name, endpoint in ((self._sub, "offset_endpoint", offset_endpoint),
-                                           (self._dealer, "request_endpoint", request_endpoint)):
-                try:
-                    socket.connect(endpoint)
-                except zmq.ZMQError as e:
-                    raise ValueError("%s: %r: %s" % (name, endpoint, e))
+            # Each may list several phasords (comma-separated): the SUB hears
+            # every PUB (only the leader publishes); GetOffsets go round the
+            # ROUTERs and standbys' UNAVAILABLE answers are dropped.
+            for socket, name, endpoints in ((self._sub, "offset_endpoint", offset_endpoint),
+                                            (self._dealer, "request_endpoint", request_endpoint)):
+                for endpoint in [e.strip() for e in endpoints.split(",") if e.strip()]:
+                    try:
+                        socket.connect(endpoint)
+                    except zmq.ZMQError as e:
+                        raise ValueError("%s: %r: %s" % (name, endpoint, e))
         except Exception:
             self.close()
             raise

@@ -4,8 +4,8 @@ The Slurm TaskProlog and the Kubernetes path set these for every rank, so a
 training script needs no phasor arguments:
 
     PHASOR_JOB                job id phasord knows (required)
-    PHASOR_REQUEST_ENDPOINT   phasord's ROUTER, for GetOffset (required)
-    PHASOR_OFFSET_ENDPOINT    phasord's PUB, OffsetUpdates (required)
+    PHASOR_REQUEST_ENDPOINT   phasord's ROUTER, for GetOffset (required; several comma-separated)
+    PHASOR_OFFSET_ENDPOINT    phasord's PUB, OffsetUpdates (required; several comma-separated)
     PHASOR_MODE               once | pace (default once)
     PHASOR_FAIL_OPEN_MS       total block without an offset (default 2000)
     PHASOR_SERVER_KEY         file with phasord's CURVE public key
@@ -59,9 +59,11 @@ def _required(environ, name):
 
 
 def _endpoint(environ, name):
+    """One endpoint, or several comma-separated (a phasord leader and its standbys)."""
     value = _required(environ, name)
-    if not _ENDPOINT.match(value):
-        raise ConfigError("%s: %r is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)" % (name, value))
+    for part in value.split(","):
+        if not _ENDPOINT.match(part.strip()):
+            raise ConfigError("%s: %r is not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH)" % (name, part.strip()))
     return value
 
 

@@ -16,13 +16,15 @@ TYPES = {
 
 class PhasorError(Exception):
     """An Error reply from phasord (code is the Error.Code name, e.g. "NOT_FOUND"),
-    or a local failure ("UNAVAILABLE" when no reply came in time)."""
+    or a local failure ("UNAVAILABLE" when no reply came in time). A standby's
+    UNAVAILABLE names the leader's request endpoint in leader_endpoint."""
 
-    def __init__(self, code, message, request_id=0):
+    def __init__(self, code, message, request_id=0, leader_endpoint=""):
         super().__init__("phasord: %s: %s" % (code, message))
         self.code = code
         self.message = message
         self.request_id = request_id
+        self.leader_endpoint = leader_endpoint
 
 
 def encode(message):

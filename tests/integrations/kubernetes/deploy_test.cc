@@ -181,5 +181,29 @@ TEST(DeployTest, PhasordRunsTheMeasuredDefaults) {
   EXPECT_EQ(d->republish_interval_ms, 0u);
 }
 
+// deploy/kubernetes/ha/phasord.yaml: three replicas on etcd, ready only while
+// leading (GET /leader), each advertising its pod address.
+TEST(DeployTest, HighlyAvailablePhasordParses) {
+  std::map<std::string, YAML::Node> docs;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(DeployDir() + "/ha/phasord.yaml")) {
+    docs[doc["kind"].as<std::string>() + "/" + doc["metadata"]["name"].as<std::string>()] = doc;
+  }
+  ASSERT_TRUE(docs.contains("ConfigMap/phasord-config"));
+  absl::StatusOr<daemon::DaemonOptions> d =
+      daemon::ParseDaemonConfig(docs["ConfigMap/phasord-config"]["data"]["phasord.yaml"].as<std::string>());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->state_store.backend, "etcd");
+  EXPECT_EQ(d->state_store.etcd.endpoints.size(), 3u);
+  EXPECT_EQ(d->state_store.etcd.advertise_endpoint, "tcp://${POD_IP}:7410");
+  const YAML::Node spec = docs["Deployment/phasord"]["spec"];
+  EXPECT_EQ(spec["replicas"].as<int>(), 3);
+  EXPECT_EQ(spec["strategy"]["type"].as<std::string>(), "Recreate");
+  const YAML::Node c = spec["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/leader");
+  EXPECT_EQ(c["env"][0]["name"].as<std::string>(), "POD_IP");
+  EXPECT_FALSE(c["volumeMounts"].size() == 0);
+  for (const YAML::Node& m : c["volumeMounts"]) EXPECT_NE(m["mountPath"].as<std::string>(), "/var/lib/phasor");
+}
+
 }  // namespace
 }  // namespace phasor::kubernetes

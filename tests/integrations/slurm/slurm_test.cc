@@ -385,6 +385,18 @@ TEST(NodeConfigTest, ParsesAndRefusesWhatWouldNotWork) {
                 .message(),
             "controller_timeout_ms: wrong type");
   EXPECT_EQ(LoadNodeConfig("/nonexistent/node.yaml").status().code(), absl::StatusCode::kNotFound);
+  // Several phasords (a leader and its standbys): each endpoint of the list is checked.
+  absl::StatusOr<NodeConfig> several = ParseNodeConfig(
+      "controller: unix:///s\nphasord_request_endpoint: 'ipc:///r1, ipc:///r2'\nphasord_offset_endpoint: "
+      "ipc:///o1,ipc:///o2\n");
+  ASSERT_TRUE(several.ok()) << several.status().message();
+  EXPECT_EQ(several->phasord_request_endpoint, "ipc:///r1, ipc:///r2");
+  EXPECT_EQ(ParseNodeConfig("controller: unix:///s\nphasord_request_endpoint: ipc:///r1,tcp://10.1.0.2:7410\n"
+                            "phasord_offset_endpoint: ipc:///o\n")
+                .status()
+                .message(),
+            "phasord_request_endpoint: 'tcp://10.1.0.2:7410' is not ipc:// or loopback: plain sockets are refused "
+            "there; set phasord_public_key_file and agent_key_prefix");
 }
 
 // SlurmCli runs the commands with a fixed argv and no shell: scripts stand
