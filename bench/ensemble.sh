@@ -36,6 +36,8 @@ build="${1:-build}"; first="${2:-1}"; last="${3:-5}"
 workload="${WORKLOAD:-cassini}"
 hosts="${HOSTS:-kube slurm-tree volcano themis pollux}"
 modes="${MODES:-off cassini phasor shifts ring own}"
+# off is always run (every ratio is over it), whether MODES names it or not.
+case " $modes " in *" off "*) ;; *) modes="off $modes" ;; esac
 reps="${REPLICATES:-2}"; jitter="${JITTER:-0.01}"
 case "$workload" in
   cassini) fabric="${FABRIC:-leaf-spine:24:4:4:1}"
@@ -126,6 +128,10 @@ for host in hosts:
     print("| --- | " + " | ".join("---" for _ in modes) + " |")
     for name, get in metrics:
         cells = []
+        if sum(get(w["off"]) for w in worlds) == 0:  # e.g. no excess bytes without phasor either
+            cells = [f"n/a (off: 0; {m}: {sum(get(w[m]) for w in worlds):.3g})" for m in modes]
+            print(f"| {name} | " + " | ".join(cells) + " |")
+            continue
         for m in modes:
             def ratio(ws, m=m, get=get):
                 den = sum(get(w["off"]) for w in ws)
