@@ -1,4 +1,4 @@
-// The scheduler extender's latency at 1,000 nodes, over HTTP on loopback as
+// The scheduler extender's latency at 1,000 nodes (and 10,000: ...10kNodes), over HTTP on loopback as
 // kube-scheduler calls it (nodeCacheCapable: 1,000 node names per body), with
 // a real phasord in process: prioritize and filter for a pod whose job is
 // already planned (warm) and for the first pod of a new job (the planning
@@ -8,7 +8,7 @@
 // machine's load does not inflate.
 //
 //   build/bench/kubernetes_bench --benchmark_min_time=1
-//   PHASOR_BENCH_PORT=27200 build/bench/kubernetes_bench   (ports 27200-27202)
+//   PHASOR_BENCH_PORT=27200 build/bench/kubernetes_bench   (ports 27200-27203)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -38,7 +38,7 @@ namespace {
 using namespace phasor;
 using nlohmann::json;
 
-// Loopback ports kPort..kPort+2: 27400 unless PHASOR_BENCH_PORT names another
+// Loopback ports kPort..kPort+3: 27400 unless PHASOR_BENCH_PORT names another
 // base (a shared machine gives each user a range).
 const int kPort = [] {
   const char* env = std::getenv("PHASOR_BENCH_PORT");
@@ -60,12 +60,13 @@ class Bench {
  public:
   // quantum_us: the RankRequests' quantum (0: the placer's default, 1 ms);
   // max_candidates: candidates per plan (0: the extender's default, 8).
-  Bench(int port, uint32_t quantum_us, uint32_t max_candidates = 0) : port_(port) {
+  // leaves: of 20 servers each (50: 1,000 nodes; 500: 10,000).
+  Bench(int port, uint32_t quantum_us, uint32_t max_candidates = 0, uint32_t leaves = 50) : port_(port) {
     spdlog::set_level(spdlog::level::err);
     char tmpl[] = "/tmp/k8s-bench-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     topology::LeafSpineOptions ls;
-    ls.leaves = 50;
+    ls.leaves = leaves;
     ls.spines = 4;
     ls.servers_per_leaf = 20;
     ls.oversubscription = 2;
@@ -100,7 +101,7 @@ class Bench {
       auto ranked = c->Rank(r);
       if (!ranked.ok() || !c->Commit(ranked->ranking_id, "r").ok()) std::abort();
     }
-    for (int i = 1; i <= 1000; ++i) {
+    for (int i = 1; i <= static_cast<int>(leaves) * 20; ++i) {
       const std::string n = "s" + std::to_string(i);
       if (!occupied_.contains(n)) names_.push_back(n);
     }
@@ -159,11 +160,15 @@ class Bench {
 };
 
 // Each lives for the program (phasord threads).
-enum class Setup { kDefault, kQuantum10ms, kCandidates16 };
+enum class Setup { kDefault, kQuantum10ms, kCandidates16, kNodes10k };
 Bench& Shared(Setup setup) {
   switch (setup) {
     case Setup::kQuantum10ms: {
       static Bench* b = new Bench(kPort + 1, 10000);
+      return *b;
+    }
+    case Setup::kNodes10k: {
+      static Bench* b = new Bench(kPort + 3, 0, 0, 500);
       return *b;
     }
     case Setup::kCandidates16: {
@@ -249,12 +254,18 @@ void BM_PrioritizePlanningCandidates16(benchmark::State& state) {
   Run(state, "prioritize", true, Setup::kCandidates16);
 }
 
+// 10,000 nodes (500 leaves of 20): every call names all of them.
+void BM_PrioritizeWarm10kNodes(benchmark::State& state) { Run(state, "prioritize", false, Setup::kNodes10k); }
+void BM_PrioritizePlanning10kNodes(benchmark::State& state) { Run(state, "prioritize", true, Setup::kNodes10k); }
+
 BENCHMARK(BM_PrioritizeWarm)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(500);
 BENCHMARK(BM_FilterWarm)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(500);
 BENCHMARK(BM_PrioritizePlanning)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(200);
 BENCHMARK(BM_FilterPlanning)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(200);
 BENCHMARK(BM_PrioritizePlanningQuantum10ms)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(200);
 BENCHMARK(BM_PrioritizePlanningCandidates16)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(200);
+BENCHMARK(BM_PrioritizeWarm10kNodes)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(200);
+BENCHMARK(BM_PrioritizePlanning10kNodes)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(100);
 
 }  // namespace
 
