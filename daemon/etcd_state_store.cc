@@ -493,13 +493,7 @@ absl::StatusOr<std::vector<StoredOffset>> EtcdStateStore::LoadOffsets(std::vecto
       period = IntOf(v, "p");
       shift = IntOf(v, "s");
       version = IntOf(v, "v");
-      if (period <= 0 || period > int64_t{UINT32_MAX}) {
-        why = absl::StrCat("period_us: ", period, " is outside 1..", UINT32_MAX);
-      } else if (shift < 0 || shift >= period) {
-        why = absl::StrCat("shift_us: ", shift, " is outside 0..period_us-1 (", period - 1, ")");
-      } else if (version < 0) {
-        why = absl::StrCat("version: ", version, " is negative");
-      }
+      why = WhyStoredOffsetIsBad(period, shift, version);
     }
     if (!why.empty()) {
       if (bad != nullptr) bad->push_back({"offsets", job, why});

@@ -85,6 +85,17 @@ constexpr const char* kBumpPlacementVersion =
 
 }  // namespace
 
+std::string WhyStoredOffsetIsBad(int64_t period_us, int64_t shift_us, int64_t version) {
+  if (period_us <= 0 || period_us > int64_t{UINT32_MAX}) {
+    return absl::StrCat("period_us: ", period_us, " is outside 1..", UINT32_MAX);
+  }
+  if (shift_us < 0 || shift_us >= period_us) {
+    return absl::StrCat("shift_us: ", shift_us, " is outside 0..period_us-1 (", period_us - 1, ")");
+  }
+  if (version < 0) return absl::StrCat("version: ", version, " is negative");
+  return "";
+}
+
 absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, const std::string& synchronous,
                                                        uint32_t checkpoint_pages) {
   absl::StatusOr<std::unique_ptr<SqliteStateStore>> store = SqliteStateStore::Open(path, synchronous, checkpoint_pages);
@@ -387,14 +398,7 @@ absl::StatusOr<std::vector<StoredOffset>> SqliteStateStore::LoadOffsets(std::vec
   std::vector<StoredOffset> out;
   while (get.Step() == SQLITE_ROW) {
     const int64_t period = get.Int(2), shift = get.Int(3), version = get.Int(4);
-    std::string why;
-    if (period <= 0 || period > int64_t{UINT32_MAX}) {
-      why = absl::StrCat("period_us: ", period, " is outside 1..", UINT32_MAX);
-    } else if (shift < 0 || shift >= period) {
-      why = absl::StrCat("shift_us: ", shift, " is outside 0..period_us-1 (", period - 1, ")");
-    } else if (version < 0) {
-      why = absl::StrCat("version: ", version, " is negative");
-    }
+    const std::string why = WhyStoredOffsetIsBad(period, shift, version);
     if (!why.empty()) {
       if (bad != nullptr) bad->push_back({"offsets", get.Text(0), why});
       continue;

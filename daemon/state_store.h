@@ -46,6 +46,12 @@ struct StoredOffset {
   uint64_t version = 0;
 };
 
+// Why a stored offset's fields cannot be one phasord wrote (a row to
+// quarantine): period_us outside 1..2^32-1, shift_us outside
+// 0..period_us-1, or a negative version; empty when they can. Both stores
+// check every offset they load with it.
+std::string WhyStoredOffsetIsBad(int64_t period_us, int64_t shift_us, int64_t version);
+
 struct StoredPlacement {
   std::string job;
   std::string candidate;

@@ -230,6 +230,16 @@ class EtcdTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::MakeTempDir(); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  // Three phasords p0..p2 on `etcd`, their endpoints in `eps`; false when one
+  // did not start.
+  bool StartThree(EtcdCluster& etcd, std::vector<std::unique_ptr<Phasord>>& ps, std::vector<std::string>& eps) {
+    for (int i = 0; i < 3; ++i) {
+      ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(), absl::StrCat("p", i)));
+      if (!ps.back()->Start()) return false;
+      eps.push_back(ps.back()->endpoint());
+    }
+    return true;
+  }
   std::string dir_;
 };
 
@@ -299,12 +309,7 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   ASSERT_TRUE(etcd.WaitReady());
   std::vector<std::unique_ptr<Phasord>> ps;
   std::vector<std::string> eps;
-  for (int i = 0; i < 3; ++i) {
-    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(),
-                                           absl::StrCat("p", i)));
-    ASSERT_TRUE(ps.back()->Start());
-    eps.push_back(ps.back()->endpoint());
-  }
+  ASSERT_TRUE(StartThree(etcd, ps, eps));
   auto c = Connect(absl::StrJoin(eps, ","), 5000);
   std::map<std::string, v1::OffsetUpdate> acked;
   for (int n = 0; n < 5; ++n) {
@@ -514,12 +519,7 @@ TEST_F(EtcdTest, TenFailoversUnderEightClientsLoseNoAcknowledgedCommit) {
   ASSERT_TRUE(etcd.WaitReady());
   std::vector<std::unique_ptr<Phasord>> ps;
   std::vector<std::string> eps;
-  for (int i = 0; i < 3; ++i) {
-    ps.push_back(std::make_unique<Phasord>(absl::StrCat(dir_, "/p", i), etcd.endpoints(),
-                                           absl::StrCat("p", i)));
-    ASSERT_TRUE(ps.back()->Start());
-    eps.push_back(ps.back()->endpoint());
-  }
+  ASSERT_TRUE(StartThree(etcd, ps, eps));
   const std::string all = absl::StrJoin(eps, ",");
   std::mutex mu;
   std::map<std::string, v1::OffsetUpdate> acked;
