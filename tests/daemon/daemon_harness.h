@@ -115,6 +115,21 @@ inline placer::RankRequest SampleRankRequest() {
   return r;
 }
 
+// The sample's first two jobs renamed x and y, sharing tor1-up in one
+// candidate "c" (a commit that gives both an offset).
+inline placer::RankRequest PairRequest(const std::string& x, const std::string& y) {
+  placer::RankRequest r = SampleRankRequest();
+  r.jobs.pop_back();
+  r.jobs[0].id = x;
+  r.jobs[1].id = y;
+  placer::Candidate c;
+  c.id = "c";
+  c.links[x]["tor1-up"] = 1;
+  c.links[y]["tor1-up"] = 1;
+  r.candidates = {c};
+  return r;
+}
+
 // Options for a phasord on loopback TCP with CURVE only: every socket on an
 // ephemeral 127.0.0.1 port, no plain sockets, keys read from `key_dir`
 // (server.secret, server.pub, and the client allow-list `allowed`).

@@ -213,19 +213,6 @@ std::unique_ptr<client::Client> Connect(const std::string& endpoints, int timeou
   return *client::Client::Connect(o);
 }
 
-placer::RankRequest PairRequest(const std::string& x, const std::string& y) {
-  placer::RankRequest r = testing::SampleRankRequest();
-  r.jobs.pop_back();
-  r.jobs[0].id = x;
-  r.jobs[1].id = y;
-  placer::Candidate c;
-  c.id = "c";
-  c.links[x]["tor1-up"] = 1;
-  c.links[y]["tor1-up"] = 1;
-  r.candidates = {c};
-  return r;
-}
-
 class EtcdTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::MakeTempDir(); }
@@ -314,7 +301,7 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   std::map<std::string, v1::OffsetUpdate> acked;
   for (int n = 0; n < 5; ++n) {
     absl::StatusOr<client::RankResult> r =
-        c->Rank(PairRequest(absl::StrCat("a", n), absl::StrCat("b", n)));
+        c->Rank(testing::PairRequest(absl::StrCat("a", n), absl::StrCat("b", n)));
     ASSERT_TRUE(r.ok()) << r.status();
     absl::StatusOr<v1::CommitReply> commit = c->Commit(r->ranking_id, "c");
     ASSERT_TRUE(commit.ok()) << commit.status();
@@ -376,7 +363,7 @@ TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothi
   // The leader stopped past its lease: a commit queued to it while stopped
   // is refused once it continues, and nothing of it reaches the store.
   auto direct = Connect(ps[second]->endpoint(), 8000);
-  absl::StatusOr<client::RankResult> pending = direct->Rank(PairRequest("z1", "z2"));
+  absl::StatusOr<client::RankResult> pending = direct->Rank(testing::PairRequest("z1", "z2"));
   ASSERT_TRUE(pending.ok()) << pending.status();
   ps[second]->Signal(SIGSTOP);
   int third = -1;
@@ -463,7 +450,7 @@ TEST_F(EtcdTest, AnEtcdMemberLostCostsNoCommit) {
   auto c = Connect(absl::StrJoin(eps, ","), 5000);
   std::map<std::string, v1::OffsetUpdate> acked;
   auto commit = [&](const std::string& x, const std::string& y) {
-    absl::StatusOr<client::RankResult> r = c->Rank(PairRequest(x, y));
+    absl::StatusOr<client::RankResult> r = c->Rank(testing::PairRequest(x, y));
     if (!r.ok()) return r.status();
     absl::StatusOr<v1::CommitReply> done = c->Commit(r->ranking_id, "c");
     if (!done.ok()) return done.status();
@@ -531,7 +518,7 @@ TEST_F(EtcdTest, TenFailoversUnderEightClientsLoseNoAcknowledgedCommit) {
       auto c = Connect(all, 5000);
       for (int n = 0; !stop; ++n) {
         absl::StatusOr<client::RankResult> r = c->Rank(
-            PairRequest(absl::StrCat("t", t, "-", n, "x"), absl::StrCat("t", t, "-", n, "y")));
+            testing::PairRequest(absl::StrCat("t", t, "-", n, "x"), absl::StrCat("t", t, "-", n, "y")));
         if (!r.ok()) {
           ++failed;
           continue;

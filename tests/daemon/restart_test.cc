@@ -76,19 +76,6 @@ std::unique_ptr<client::Client> Connect(const PhasordProcess& p, int timeout_ms 
   return *client::Client::Connect(o);
 }
 
-placer::RankRequest OneJobPairRequest(const std::string& x, const std::string& y) {
-  placer::RankRequest r = ::phasor::testing::SampleRankRequest();
-  r.jobs.pop_back();
-  r.jobs[0].id = x;
-  r.jobs[1].id = y;
-  placer::Candidate c;
-  c.id = "c";
-  c.links[x]["tor1-up"] = 1;
-  c.links[y]["tor1-up"] = 1;
-  r.candidates = {c};
-  return r;
-}
-
 class RestartTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = ::phasor::testing::MakeTempDir(); }
@@ -190,7 +177,7 @@ TEST_F(RestartTest, KilledMidStreamLosesNothingAcknowledged) {
     auto c = Connect(p, 1000);
     for (int i = 0; !stop; ++i) {
       const std::string x = "x" + std::to_string(i), y = "y" + std::to_string(i);
-      absl::StatusOr<client::RankResult> r = c->Rank(OneJobPairRequest(x, y));
+      absl::StatusOr<client::RankResult> r = c->Rank(::phasor::testing::PairRequest(x, y));
       if (!r.ok()) break;
       absl::StatusOr<v1::CommitReply> commit = c->Commit(r->ranking_id, "c");
       if (!commit.ok()) break;
