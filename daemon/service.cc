@@ -213,6 +213,10 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
         return IterationFrame(protocol::ProfileFromUpdate(it->second));  // the agent's frame
       });
   if (!request.ok()) return request.status();
+  // The request as the host gave it; routing below may give a link a share
+  // above 1 (two hops of one ring over it), which the ranker multiplies, as
+  // `phasor rank --topology` does.
+  if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
   PreparedRanking prepared;
   const std::map<std::string, std::vector<std::string>> running_servers = request->running.servers;
   if (!request->free_servers.empty()) {
@@ -233,7 +237,6 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   // the configured fabric (the semantics of `phasor rank --topology`);
   // without a fabric Rank() rejects them itself.
   if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.set_aside);
-  if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
   prepared.limits = options_.rank_limits;
   prepared.limits.max_candidates = options_.max_candidates_per_request;
   prepared.policy = options_.ranking_policy;

@@ -555,9 +555,9 @@ absl::Status ValidateRankRequest(const RankRequest& request) {
     }
     for (const auto& [job, job_links] : candidate.links) {
       for (const auto& [link, share] : job_links) {
-        if (!std::isfinite(share) || share < 0 || share > 1) {
+        if (!std::isfinite(share) || share < 0 || share > kMaxShare) {
           return Invalid(absl::StrCat(field, ".links.", job, ".", link),
-                         absl::StrCat("share must be in 0..1, got ", share));
+                         absl::StrCat("share must be in 0..", kMaxShare, ", got ", share));
         }
       }
     }
@@ -579,8 +579,9 @@ absl::Status ValidateRankRequest(const RankRequest& request) {
   }
   for (const auto& [job, job_links] : request.running.links) {
     for (const auto& [link, share] : job_links) {
-      if (!std::isfinite(share) || share < 0 || share > 1) {
-        return Invalid(absl::StrCat("running.links.", job, ".", link), absl::StrCat("share must be in 0..1, got ", share));
+      if (!std::isfinite(share) || share < 0 || share > kMaxShare) {
+        return Invalid(absl::StrCat("running.links.", job, ".", link),
+                       absl::StrCat("share must be in 0..", kMaxShare, ", got ", share));
       }
     }
     if (request.running.servers.contains(job)) {

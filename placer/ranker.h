@@ -37,10 +37,14 @@ const char* RingOrderModeName(RingOrderMode mode);
 inline constexpr uint32_t kMaxOwnCandidates = 64;
 
 // A link's capacity is in kMinCapacityGbps..kMaxCapacityGbps (1 Mbit/s to
-// 1 Pbit/s), shares in 0..1: with demands of at most kMaxGbps every load,
-// excess and score is finite by construction.
+// 1 Pbit/s), shares in 0..kMaxShare: with demands of at most kMaxGbps every
+// load, excess and score is finite by construction.
 inline constexpr double kMinCapacityGbps = 1e-3;
 inline constexpr double kMaxCapacityGbps = 1e6;
+// A share is the part of a job's NIC-level traffic a link carries: 1 for one
+// hop of its ring, k when k hops cross the link (ranks that alternate between
+// racks; topology/traffic.h). No ring has this many hops over one link.
+inline constexpr double kMaxShare = 65536;
 
 struct Link {
   std::string id;

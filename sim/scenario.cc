@@ -96,7 +96,9 @@ absl::StatusOr<Scenario> ScenarioFromJson(const Json& doc, const ModelCatalog* m
         if (!link_ids.contains(link)) return Bad(f, "link '" + link + "' is not defined");
         if (!share.is_number()) return Bad(f, "must be a number");
         const double s = share.get<double>();
-        if (!(s >= 0 && s <= 1)) return Bad(f, absl::StrCat("share ", s, " is outside 0..1"));
+        if (!(s >= 0 && s <= placer::kMaxShare)) {
+          return Bad(f, absl::StrCat("share ", s, " is outside 0..", placer::kMaxShare));
+        }
         job.links[link] = s;
       }
     }

@@ -18,7 +18,7 @@
 //     holds for rings on the generators' fabrics whose order keeps each
 //     leaf's servers together; a ring order that makes k hops cross the same
 //     link gives that link share up to k (the link really carries k times the
-//     profile). Callers that need shares in [0, 1] must check.
+//     profile); the placer takes such shares as they are (placer::kMaxShare).
 //   - A job on one server (or with no servers) loads no link: empty map.
 //   - Flow keys for kFlowHash are "<job>:<src>-><dst>", so each hop of each
 //     job is hashed on its own, deterministically.

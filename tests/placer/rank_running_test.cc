@@ -176,9 +176,9 @@ TEST(RankRunningTest, AJobBothRunningAndInACandidateIsInvalid) {
   EXPECT_EQ(ValidateRankRequest(s.with_running),
             absl::InvalidArgumentError("running.servers.r3: job 'r3' is also in running.links"));
   s = MakeScenario();
-  s.with_running.running.links["r2"]["l4"] = 1.5;
+  s.with_running.running.links["r2"]["l4"] = -0.5;
   EXPECT_EQ(ValidateRankRequest(s.with_running),
-            absl::InvalidArgumentError("running.links.r2.l4: share must be in 0..1, got 1.5"));
+            absl::InvalidArgumentError("running.links.r2.l4: share must be in 0..65536, got -0.5"));
   s = MakeScenario();
   s.with_running.running.servers["r9"] = {};
   EXPECT_EQ(ValidateRankRequest(s.with_running),
@@ -243,8 +243,8 @@ TEST(RankRunningTest, JsonBadRunningNamesTheField) {
             absl::InvalidArgumentError("running.links.old: must be an object: link -> share"));
   EXPECT_EQ(parse(R"("running": {"servers": {"old": []}})"),
             absl::InvalidArgumentError("running.servers.old: must be a non-empty array of server ids"));
-  EXPECT_EQ(parse(R"("running": {"links": {"old": {"a": 2}}})"),
-            absl::InvalidArgumentError("running.links.old.a: share must be in 0..1, got 2"));
+  EXPECT_EQ(parse(R"("running": {"links": {"old": {"a": 1e5}}})"),
+            absl::InvalidArgumentError("running.links.old.a: share must be in 0..65536, got 100000"));
   EXPECT_EQ(parse(R"("running": {"links": {"new": {"a": 1}}})"),
             absl::InvalidArgumentError("candidates[0].links.new: job 'new' is also in running (a job is either "
                                        "running or placed by a candidate)"));

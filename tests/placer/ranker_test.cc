@@ -1,6 +1,7 @@
 #include "placer/ranker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <random>
@@ -379,6 +380,16 @@ TEST(RankTest, SharesScaleTheDemand) {
   EXPECT_NEAR(c.score, 1 - (20 * 25.0) / (100 * 50.0), 1e-12);
 }
 
+TEST(RankerTest, AShareAboveOneIsHopsOfOneRing) {
+  // Two hops of j1's ring over l0 (share 2) at 25 Gbit/s load it as one hop
+  // at 50 would: the overlap (20 bins of 100) carries 25 Gbit/s over 75.
+  RankRequest r = Request({Square(100, 60, 50), Square(100, 60, 25)}, {{0, 1}}, 75);
+  r.candidates[0].links["j1"]["l0"] = 2;
+  ASSERT_TRUE(ValidateRankRequest(r).ok());
+  const RankedCandidate c = Rank(r).ranked.at(0);
+  EXPECT_NEAR(c.score, 1 - (20 * 25.0) / (100 * 75.0), 1e-12);
+}
+
 TEST(ValidateRankRequestTest, NamesTheOffendingField) {
   const RankRequest good = Request({Square(100, 60, 50), Square(100, 60, 50)}, {{0, 1}}, 50);
   ASSERT_TRUE(ValidateRankRequest(good).ok());
@@ -395,7 +406,8 @@ TEST(ValidateRankRequestTest, NamesTheOffendingField) {
   check([](RankRequest& r) { r.jobs[1].id = "j0"; }, "jobs[1].id");
   check([](RankRequest& r) { r.jobs[1].profile.period_us = 0; }, "jobs[1].profile.period_us");
   check([](RankRequest& r) { r.jobs[0].pinned_shift_us = 100000; }, "jobs[0].pinned_shift_us");
-  check([](RankRequest& r) { r.candidates[0].links["j1"]["l0"] = 1.5; }, "candidates[0].links.j1.l0");
+  check([](RankRequest& r) { r.candidates[0].links["j1"]["l0"] = std::nan(""); }, "candidates[0].links.j1.l0");
+  check([](RankRequest& r) { r.candidates[0].links["j1"]["l0"] = 1e5; }, "candidates[0].links.j1.l0");
   check([](RankRequest& r) { r.candidates[0].links["j1"]["l0"] = -0.1; }, "candidates[0].links.j1.l0");
   check([](RankRequest& r) { r.candidates.push_back(r.candidates[0]); }, "candidates[1].id");
   check([](RankRequest& r) { r.options.circle.quantum_us = 0; }, "options.quantum_us");

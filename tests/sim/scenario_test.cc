@@ -67,8 +67,8 @@ TEST(ScenarioTest, RejectsBadInputNamingTheField) {
       "jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "links": {"l2": 1}}]})"),
               HasSubstr("jobs[0].links.l2: link 'l2' is not defined"));
   EXPECT_THAT(Error(R"({"links": [{"id": "l1", "capacity_gbps": 5}],
-      "jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "links": {"l1": 1.5}}]})"),
-              HasSubstr("jobs[0].links.l1: share 1.5 is outside 0..1"));
+      "jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "links": {"l1": -1.5}}]})"),
+              HasSubstr("jobs[0].links.l1: share -1.5 is outside 0..65536"));
   EXPECT_THAT(Error(R"({"links": [], "jobs": [{"id": "a", "compute_us": 1}]})"),
               HasSubstr("jobs[0].comm_bytes: missing"));
   EXPECT_THAT(Error(R"({"jobs": [{"id": "a", "compute_us": 1, "comm_bytes": 1, "nic_gbps": 0}]})"),
