@@ -11,9 +11,9 @@ link between switches i < j is 10.78.(10i+j).0/24. A host pair may be routed
 through a third switch (`via`), which is how three jobs come to share three
 links pairwise (a loop in the affinity graph).
 
-    netns.py up pair|loop [--prefix phtb-tb-]   build (after removing what the prefix holds)
+    netns.py up pair|ring|loop [--prefix phtb-tb-]   build (after removing what the prefix holds)
     netns.py down [--prefix phtb-]              remove every namespace with the prefix
-    netns.py show pair|loop                     print the plan as JSON
+    netns.py show pair|ring|loop                print the plan as JSON
 
 Needs root (ip netns, tc). Idempotent: `up` first removes what `down` would.
 """
@@ -49,6 +49,15 @@ def plan(name):
         return {"racks": [1, 2], "links": [[1, 2]],
                 "hosts": {"a0": 1, "b0": 1, "b2": 1, "a1": 2, "b1": 2},
                 "via": []}
+    if name == "ring":
+        # Two racks, one shaped link. Job A (two ranks) runs across it; job R
+        # has four servers, r0 and r1 in rack 1, r2 and r3 in rack 2. In the
+        # host's order (r0, r2, r1, r3: ranks by pod index over servers spread
+        # across racks) every hop of R's ring crosses the link, two per
+        # direction; in an order that keeps each rack's servers together one.
+        return {"racks": [1, 2], "links": [[1, 2]],
+                "hosts": {"a0": 1, "r0": 1, "r1": 1, "a1": 2, "r2": 2, "r3": 2},
+                "via": []}
     if name == "loop":
         # Three racks in a triangle. Job x: rack 1 <-> rack 3 through rack 2;
         # y: rack 2 <-> rack 1 through rack 3; z: rack 3 <-> rack 2 through
@@ -57,7 +66,7 @@ def plan(name):
         return {"racks": [1, 2, 3], "links": [[1, 2], [2, 3], [1, 3]],
                 "hosts": {"x0": 1, "x1": 3, "y0": 2, "y1": 1, "z0": 3, "z1": 2},
                 "via": [["x0", "x1", 2], ["y0", "y1", 3], ["z0", "z1", 1]]}
-    raise ValueError("topology: %r is not 'pair' or 'loop'" % name)
+    raise ValueError("topology: %r is not 'pair', 'ring' or 'loop'" % name)
 
 
 def host_ip(p, host):
@@ -187,6 +196,24 @@ def describe(p, name, prefix):
         for a, b in ((i, j), (j, i)):
             out["links"].append({"id": link_id(a, b), "switch": switch(prefix, a), "dev": uplink(b)})
     return out
+
+
+def fabric_yaml(name, host_gbps=10):
+    """Topology `name` as a phasor topology YAML (docs/topology.md), for
+    phasord's `topology_path`: each host a one-GPU server on its rack's switch
+    (an unshaped link, `host_gbps`), the switches s1, s2, ... joined by the
+    shaped links. phasor's link ids are then `s1->s2`, `s2->s1`, ..."""
+    p = plan(name)
+    lines = ["servers:"]
+    for host in sorted(p["hosts"]):
+        lines.append("  - {id: %s, gpus: 1, nics: [{name: eth0, gbps: %g}]}" % (host, host_gbps))
+    lines.append("switches: [%s]" % ", ".join("s%d" % r for r in p["racks"]))
+    lines.append("links:")
+    for host, rack in sorted(p["hosts"].items()):
+        lines.append("  - {a: %s, b: s%d, nic: eth0}" % (host, rack))
+    for i, j in p["links"]:
+        lines.append("  - {a: s%d, b: s%d, capacity_gbps: %g}" % (i, j, RATE_GBPS))
+    return "\n".join(lines) + "\n"
 
 
 def main(argv):

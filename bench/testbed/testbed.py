@@ -8,12 +8,19 @@ and `phasor simulate` predicting every scenario. Needs root.
 
     testbed.py --build build [--reps 5] [--iterations 12] [--out bench/testbed/results.md]
     testbed.py --build build --quick      the short check (exit 77: cannot run; docs/testbed.md)
+    testbed.py --build build --ring-only  only the ring (--no-ring, --no-loop leave parts out)
 
 Scenarios (each repetition, in this order; "pair" topology):
   alone-A, alone-B   each job on its own (phasor profile measures it, publishes to phasord)
   collide            A and B on the shared link, same start, no phasor
   once               phasord's ranking committed, both gated once (Cassini's mode)
   pace               the same, every iteration gated on its slot
+on the "ring" topology (job R on four servers over two racks, beside job A):
+  ring-alone-A, ring-alone-R   each alone, profiled (R in phasor's ring order)
+  ring-alone-R-host-order      R alone in the host's order (every hop across the link)
+  ring-host-order              R in the host's order beside A, no phasor
+  ring-phasor-order            R in the order phasord returned (rank_order) beside A, no shifts
+  ring-phasor-order-once/pace  the same with phasord's offsets committed, gated once / every iteration
 and on the "loop" topology (three jobs pairwise sharing three links):
   loop-alone-X/Y/Z   once, before the repetitions: each job alone, profiled
   loop-collide       the three at once, same start, no phasor
@@ -110,8 +117,8 @@ class Phasord:
     periodic re-publishing, closed loop off: the measured configuration);
     `extra` adds config lines (closed_loop.py turns the loop on)."""
 
-    def __init__(self, binary, tmp, metrics_listen="", extra=""):
-        self.dir = os.path.join(tmp, "phasord")
+    def __init__(self, binary, tmp, metrics_listen="", extra="", name="phasord"):
+        self.dir = os.path.join(tmp, name)
         os.makedirs(self.dir)
         self.requests = "ipc://%s/requests" % self.dir
         self.profiles = "ipc://%s/profiles" % self.dir
@@ -145,10 +152,18 @@ class Phasord:
 # ---------------------------------------------------------------------- jobs --
 
 class Job:
-    """A two-rank job: rank 0 on host h0, rank 1 on host h1; one train.py each."""
+    """A job of one train.py per host, rank i on hosts[i]. `port`: its store's
+    (on rank 0's host). `ring_env`: join through phasor.torch, the ring
+    exported as Slurm's TaskProlog does (PHASOR_RING_NODES: the hosts'
+    addresses in rank order, PHASOR_NODE_RANK). `bytes`: its all_reduce.
+    phasor profile measures it at `profile_host`'s switch port (default rank
+    1's: what crosses the shaped link to it)."""
 
-    def __init__(self, name, h0, h1):
-        self.name, self.hosts = name, (h0, h1)
+    def __init__(self, name, *hosts, port=netns.STORE_PORT, ring_env=False, nbytes=None, profile_host=None):
+        self.name, self.hosts = name, tuple(hosts)
+        self.port, self.ring_env = port, ring_env
+        self.bytes = BYTES if nbytes is None else nbytes
+        self.profile_host = profile_host or self.hosts[1]
         self.workers = []
 
 
@@ -156,11 +171,14 @@ def start_jobs(jobs, topo, d, env, tmp):
     train = os.path.join(HERE, "train.py")
     for job in jobs:
         master = topo["hosts"][job.hosts[0]]["ip"]
+        ring = ",".join(topo["hosts"][h]["ip"] for h in job.hosts)
         for rank, host in enumerate(job.hosts):
             argv = ["ip", "netns", "exec", topo["hosts"][host]["ns"], PYTHON, train, "--job", job.name,
-                    "--rank", str(rank), "--master", master, "--compute-s", str(COMPUTE_S),
-                    "--bytes", str(BYTES), "--requests", d.requests, "--offsets", d.offsets]
-            job.workers.append(Proc(argv, env=env, stdin=True, name="%s rank %d" % (job.name, rank)))
+                    "--rank", str(rank), "--world", str(len(job.hosts)), "--master", master,
+                    "--port", str(job.port), "--compute-s", str(COMPUTE_S), "--bytes", str(job.bytes),
+                    "--requests", d.requests, "--offsets", d.offsets]
+            rank_env = dict(env, PHASOR_RING_NODES=ring, PHASOR_NODE_RANK=str(rank)) if job.ring_env else env
+            job.workers.append(Proc(argv, env=rank_env, stdin=True, name="%s rank %d" % (job.name, rank)))
     for job in jobs:
         for w in job.workers:
             if w.line(120) != "ready":
@@ -238,7 +256,7 @@ def phases(records):
 
 # ------------------------------------------------------------------ profiling --
 
-def start_profiler(build, topo, subjects, d, tmp, name, duration_s):
+def start_profiler(build, topo, subjects, d, tmp, name, duration_s, interval_ms=10):
     """`phasor profile --netdev` in a switch namespace on the given hosts' ports,
     publishing each port's profile to phasord as the job's (subjects: host -> job)."""
     sw = topo["hosts"][next(iter(subjects))]["switch"]
@@ -251,7 +269,7 @@ def start_profiler(build, topo, subjects, d, tmp, name, duration_s):
             f.write("%s/tx job %s\n" % (topo["hosts"][host]["port"], job))
     ports = ",".join(topo["hosts"][h]["port"] for h in subjects)
     argv = ["ip", "netns", "exec", sw, os.path.join(build, "cmd/phasor"), "profile", "--netdev", ports,
-            "--interval-ms", "10", "--duration-s", str(duration_s), "--publish", d.profiles,
+            "--interval-ms", str(interval_ms), "--duration-s", str(duration_s), "--publish", d.profiles,
             "--publish-subjects", table]
     return Proc(argv, name="phasor profile (%s)" % name)
 
@@ -282,7 +300,7 @@ def collect_profiles(prof, subjects, topo):
     return out
 
 
-def profile_alone(name, job, build, topo, d, tmp, iterations):
+def profile_alone(name, job, build, topo, d, tmp, iterations, interval_ms=10):
     """Runs `job` alone while `phasor profile` measures it on its rank 1's switch
     port (the traffic rank 0 sends, as the shared link delivers it)."""
     # Polling starts after two iterations and ends before the last one.
@@ -291,7 +309,7 @@ def profile_alone(name, job, build, topo, d, tmp, iterations):
     start = time.time()
 
     def launch():
-        return start_profiler(build, topo, {job.hosts[1]: job.name}, d, tmp, name, duration)
+        return start_profiler(build, topo, {job.profile_host: job.name}, d, tmp, name, duration, interval_ms)
 
     # The run blocks until done, so the profiler is started from a timer first.
     holder = {}
@@ -302,7 +320,7 @@ def profile_alone(name, job, build, topo, d, tmp, iterations):
     finally:
         timer.join()
     prof = holder["p"]
-    measured = collect_profiles(prof, {job.hosts[1]: job.name}, topo)[job.name]
+    measured = collect_profiles(prof, {job.profile_host: job.name}, topo)[job.name]
     log("%s: phasor profile: period %.1f ms, up %.2f, peak %.3f Gbit/s, confidence %.2f (%.1f s after start)"
         % (name, measured["profile"]["period_us"] / 1e3, measured.get("up_fraction", float("nan")),
            measured.get("peak_gbps", float("nan")), measured.get("confidence", float("nan")), time.time() - start))
@@ -366,7 +384,8 @@ def simulate(build, tmp, name, links, jobs, calib, iterations, mode=None, quantu
     for job, job_links in jobs.items():
         c_us, comm_bytes = calib[job]
         j = {"id": job, "compute_us": round(c_us), "comm_bytes": round(comm_bytes), "nic_gbps": netns.RATE_GBPS,
-             "links": {l: 1.0 for l in job_links}, "iterations": iterations}
+             "links": dict(job_links) if isinstance(job_links, dict) else {l: 1.0 for l in job_links},
+             "iterations": iterations}
         if same_start:
             j["start_us"] = 0
         doc["jobs"].append(j)
@@ -383,6 +402,7 @@ def simulate(build, tmp, name, links, jobs, calib, iterations, mode=None, quantu
     out = json.loads(r.stdout)
     run = out["runs"]["phasor" if mode else "baseline"]
     return {"scenario": doc, "jobs": {j["id"]: j["iteration_us"] for j in run["jobs"]},
+            "job_mean_s": {j["id"]: j["iteration_us"]["mean"] / 1e6 for j in run["jobs"]},
             "mean_s": run["summary"]["mean_iteration_us"] / 1e6, "p99_s": run["summary"]["p99_iteration_us"] / 1e6,
             "p50_s": statistics.mean(j["iteration_us"]["p50"] for j in run["jobs"]) / 1e6}
 
@@ -442,6 +462,190 @@ def table(results, alone_mean):
                     % (name, len(t["rep_means"]), t["mean"], t["p50"], t["p99"], reps, ratio, sim, err))
     return "\n".join(rows), errors
 
+
+
+# ------------------------------------------------------------------ the ring --
+
+# Job R's all_reduce: a ring of 4 sends 2 x 3/4 of it over each hop, the same
+# 10 MB per hop as A's all_reduce of 10 MB over a ring of 2.
+RING_BYTES = BYTES * 2 // 3 // 4 * 4
+RING_LINKS = ["s1>s2", "s2>s1"]
+# The 4-ring's hops move in lock step: at 10 ms the probe sees the gaps between
+# steps and tbf's bursts after them (confidence 0.44-0.52, at phasord's floor
+# of 0.5); at 20 ms 0.79-0.87.
+RING_INTERVAL_MS = 20
+# The host's order of R's servers: what Kubernetes does with pods spread over
+# the emptiest nodes and ranks by pod index (r0 and r1 in rack 1, r2 and r3 in
+# rack 2): every hop of the ring crosses the link.
+RING_HOST_ORDER = ["r0", "r2", "r1", "r3"]
+
+
+def crossings(order, rack_of):
+    """Hops of the ring `order` from rack 1 to rack 2 (and back: the same count)."""
+    n = len(order)
+    return sum(1 for i in range(n) if rack_of[order[i]] == 1 and rack_of[order[(i + 1) % n]] == 2)
+
+
+def rank_servers(client, pb, servers, quantum_us, ring_order, profiles=None):
+    """A server-form RankRequest of one candidate `host` (job -> servers in the
+    host's order) routed over phasord's fabric; `profiles` (job -> a measured
+    profile line) are given in the request, the other jobs take the probes'.
+    Returns the reply."""
+    req = pb.RankRequest()
+    for job in servers:
+        j = req.jobs.add(id=job)
+        if profiles and job in profiles:
+            prof = profiles[job]["profile"]
+            j.profile.period_us, j.profile.bin_us = prof["period_us"], prof["bin_us"]
+            j.profile.gbps.extend(prof["gbps"])
+    c = req.candidates.add(id="host")
+    for job, hosts in servers.items():
+        c.servers[job].servers.extend(hosts)
+    req.options.quantum_us = quantum_us
+    req.options.ring_order = ring_order
+    reply = client.rank(req)
+    if reply.rejected or not reply.ranked:
+        raise Failure("phasord rejected: %s" % [(r.candidate, r.reason) for r in reply.rejected])
+    return reply
+
+
+def run_ring(a, build, env, tmp, phasor, pb):
+    """One 4-server job R over two racks beside a running 2-server job A, both
+    crossing the one shaped link: R in the host's interleaved rank order
+    against the ring order phasord returns, without and with its shifts.
+    Returns (rows for the table, what phasord answered, gate stats)."""
+    fabric = os.path.join(tmp, "ring-fabric.yaml")
+    with open(fabric, "w") as f:
+        f.write(netns.fabric_yaml("ring"))
+    d = Phasord(os.path.join(build, "cmd/phasord/phasord"), tmp, extra="topology_path: %s\n" % fabric,
+                name="phasord-ring")
+    client = phasor.Client(d.requests, timeout_ms=10000)
+    jobs = []
+    try:
+        log("ring topology: 2 racks, one %s link; A on a0, a1; R on r0, r1 (rack 1), r2, r3 (rack 2)" % netns.RATE)
+        topo = netns.up("ring", a.prefix)
+        rack_of = {h: v["rack"] for h, v in topo["hosts"].items()}
+        A = Job("A", "a0", "a1")
+        r_host = Job("R", *RING_HOST_ORDER, port=netns.STORE_PORT + 1, ring_env=True, nbytes=RING_BYTES)
+        jobs = [A, r_host]
+        start_jobs(jobs, topo, d, env, tmp)
+        # The order: phasord ranks R before R has run, on A's measured profile
+        # (the same program; the order depends on which links are loaded).
+        _, warm = profile_alone("ring-warmup-A", A, build, topo, d, tmp, a.iterations, RING_INTERVAL_MS)
+        q0, _ = pace_quantum([warm["profile"]["period_us"]])
+        first = rank_servers(client, pb, {"A": ["a0", "a1"], "R": RING_HOST_ORDER}, q0,
+                             pb.RankOptions.RING_ORDER_PHASOR, profiles={"R": warm})
+        order = list(first.ranked[0].rank_order["R"].servers)
+        n_cross = crossings(order, rack_of)
+        log("phasord's ring order for R: %s (%d crossing(s) per direction; the host's %s: %d)"
+            % (order, n_cross, RING_HOST_ORDER, crossings(RING_HOST_ORDER, rack_of)))
+        # Profiled where its ring enters rack 2.
+        entry = next(order[(i + 1) % len(order)] for i in range(len(order))
+                     if rack_of[order[i]] == 1 and rack_of[order[(i + 1) % len(order)]] == 2)
+        r_ring = Job("R", *order, port=netns.STORE_PORT + 2, ring_env=True, nbytes=RING_BYTES, profile_host=entry)
+        start_jobs([r_ring], topo, d, env, tmp)
+        jobs.append(r_ring)
+
+        names = ("alone-A", "alone-R", "alone-R-host-order", "host-order", "phasor-order", "phasor-order-once",
+                 "phasor-order-pace")
+        per = {k: {"A": [], "R": []} for k in names}
+        alone_runs = {"A": [], "R": []}
+        answers, gates = [], {"once": [], "pace": []}
+        for rep in range(1, a.reps + 1):
+            measured = {}
+            for key, job in (("alone-A", A), ("alone-R", r_ring)):
+                res, measured[job.name] = profile_alone("ring-%s-r%d" % (key, rep), job, build, topo, d, tmp,
+                                                        a.iterations, RING_INTERVAL_MS)
+                alone_runs[job.name].append(res[job.name]["records"])
+                per[key][job.name].append(iteration_times(res[job.name]["records"]))
+            res = run_scenario("ring-alone-R-host-order-r%d" % rep, [r_host], "off", a.iterations, tmp)
+            per["alone-R-host-order"]["R"].append(iteration_times(res["R"]["records"]))
+            periods = [measured[j]["profile"]["period_us"] for j in ("A", "R")]
+            q, _ = pace_quantum(periods)
+            servers = {"A": ["a0", "a1"], "R": RING_HOST_ORDER}
+            mine = rank_servers(client, pb, servers, q, pb.RankOptions.RING_ORDER_PHASOR)
+            theirs = rank_servers(client, pb, servers, q, pb.RankOptions.RING_ORDER_HOST)
+            got = list(mine.ranked[0].rank_order["R"].servers)
+            if got != order:
+                raise Failure("rep %d: phasord's ring order %s differs from the first %s" % (rep, got, order))
+            offsets = client.commit(mine.ranking_id, "host").offsets
+            answers.append({"rep": rep, "periods_us": periods, "quantum_us": q, "order": got,
+                            "score": mine.ranked[0].score, "host_order_score": theirs.ranked[0].score,
+                            "offsets": {o.job: {"period_us": o.period_us, "shift_us": o.shift_us} for o in offsets}})
+            for key, r_job, gate in (("host-order", r_host, "off"), ("phasor-order", r_ring, "off"),
+                                     ("phasor-order-once", r_ring, "once"), ("phasor-order-pace", r_ring, "pace")):
+                res = run_scenario("ring-%s-r%d" % (key, rep), [A, r_job], gate, a.iterations, tmp)
+                for j in ("A", "R"):
+                    per[key][j].append(iteration_times(res[j]["records"]))
+                    if gate != "off":
+                        gates[gate].append(res[j]["stats"])
+            log("ring rep %d: order %s score %.4f (host's order %.4f); R mean: alone %.3f, host order %.3f, "
+                "phasor order %.3f, + once %.3f, + pace %.3f s" % (
+                    rep, got, answers[-1]["score"], answers[-1]["host_order_score"],
+                    statistics.mean(per["alone-R"]["R"][-1]), statistics.mean(per["host-order"]["R"][-1]),
+                    statistics.mean(per["phasor-order"]["R"][-1]), statistics.mean(per["phasor-order-once"]["R"][-1]),
+                    statistics.mean(per["phasor-order-pace"]["R"][-1])))
+        stop_jobs(jobs)
+        jobs = []
+        netns.down(a.prefix)
+
+        calib = calibrate(alone_runs)
+        q_last = answers[-1]["quantum_us"]
+        ring_share = {l: float(n_cross) for l in RING_LINKS}
+        host_share = {l: float(crossings(RING_HOST_ORDER, rack_of)) for l in RING_LINKS}
+        sims = {
+            "alone-A": simulate(build, tmp, "ring-alone-A", RING_LINKS, {"A": RING_LINKS}, calib, a.iterations),
+            "alone-R": simulate(build, tmp, "ring-alone-R", RING_LINKS, {"R": ring_share}, calib, a.iterations),
+            "alone-R-host-order": simulate(build, tmp, "ring-alone-R-host", RING_LINKS, {"R": host_share}, calib,
+                                           a.iterations),
+            "host-order": simulate(build, tmp, "ring-host-order", RING_LINKS, {"A": RING_LINKS, "R": host_share},
+                                   calib, a.iterations),
+            "phasor-order": simulate(build, tmp, "ring-phasor-order", RING_LINKS, {"A": RING_LINKS, "R": ring_share},
+                                     calib, a.iterations),
+            "phasor-order-once": simulate(build, tmp, "ring-phasor-order-once", RING_LINKS,
+                                          {"A": RING_LINKS, "R": ring_share}, calib, a.iterations, mode="once",
+                                          quantum_us=q_last),
+            "phasor-order-pace": simulate(build, tmp, "ring-phasor-order-pace", RING_LINKS,
+                                          {"A": RING_LINKS, "R": ring_share}, calib, a.iterations, mode="pace",
+                                          quantum_us=q_last),
+        }
+        rows = []
+        for key in names:
+            rows.append({"name": key, "testbed": {j: summarize(per[key][j]) for j in ("A", "R") if per[key][j]},
+                         "sim": sims[key], "calibrated": key in ("alone-A", "alone-R")})
+        return rows, {"order": order, "host_order": RING_HOST_ORDER, "answers": answers, "calib": calib}, gates
+    finally:
+        stop_jobs(jobs)
+        netns.down(a.prefix)
+        client.close()
+        d.stop()
+
+
+def ring_table(rows):
+    """R's and A's iteration times per scenario, x R alone (in phasor's order)
+    and x A alone, beside the simulator's means."""
+    alone = {"A": rows[0]["testbed"]["A"]["mean"], "R": rows[1]["testbed"]["R"]["mean"]}
+    out = ["| scenario | R: testbed mean / p50 / p99 (s) | R x alone | A: testbed mean (s) | A x alone | "
+           "simulated R / A mean (s) | sim error R, A (mean) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        t, s = r["testbed"], r["sim"]
+        cells = []
+        if "R" in t:
+            cells += ["%.3f / %.3f / %.3f" % (t["R"]["mean"], t["R"]["p50"], t["R"]["p99"]),
+                      "%.2fx" % (t["R"]["mean"] / alone["R"])]
+        else:
+            cells += ["-", "-"]
+        if "A" in t:
+            cells += ["%.3f" % t["A"]["mean"], "%.2fx" % (t["A"]["mean"] / alone["A"])]
+        else:
+            cells += ["-", "-"]
+        sim = s["job_mean_s"]
+        cells.append(" / ".join("%.3f" % sim[j] if j in sim else "-" for j in ("R", "A")))
+        errs = ["%+.1f %%" % ((sim[j] - t[j]["mean"]) / t[j]["mean"] * 100) for j in ("R", "A") if j in t and j in sim]
+        cells.append(("calibrated: " if r["calibrated"] else "") + ", ".join(errs))
+        out.append("| %s | %s |" % (r["name"], " | ".join(cells)))
+    return "\n".join(out), alone
 
 # ----------------------------------------------------------------------- main --
 
@@ -564,6 +768,8 @@ def main(argv):
     ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
     ap.add_argument("--prefix", default="phtb-tb-")
     ap.add_argument("--no-loop", action="store_true", help="skip the three-job loop")
+    ap.add_argument("--no-ring", action="store_true", help="skip the 4-server ring beside a running job")
+    ap.add_argument("--ring-only", action="store_true", help="only the 4-server ring")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, scenarios)")
     ap.add_argument("--quick", action="store_true", help="the short check (exit 77: cannot run)")
     a = ap.parse_args(argv)
@@ -591,73 +797,80 @@ def main(argv):
         d = Phasord(os.path.join(build, "cmd/phasord/phasord"), tmp)
         client = phasor.Client(d.requests, timeout_ms=10000)
 
-        # ---- two jobs, two racks, B's rank 1 in rack 2 (shared link) or rack 1 (not)
-        log("pair topology: 2 racks, one %s link, 5 hosts" % netns.RATE)
-        topo = netns.up("pair", a.prefix)
-        A, B = pair_jobs()
-        jobs = [A, B]
-        start_jobs(jobs, topo, d, env, tmp)
-        per = {k: [] for k in ("alone-A", "alone-B", "collide", "once", "pace")}
-        alone_runs = {"A": [], "B": []}
-        rankings = []
+        rankings, calib, alone_mean = [], {}, {}
         gate_stats = {"once": [], "pace": [], "loop-once": [], "loop-pace": []}
-        for rep in range(1, a.reps + 1):
-            measured = {}
-            for job in (A, B):
-                res, measured[job.name] = profile_alone("alone-%s-r%d" % (job.name, rep), job, build, topo, d,
-                                                        tmp, a.iterations)
-                recs = res[job.name]["records"]
-                alone_runs[job.name].append(recs)
-                per["alone-" + job.name].append(iteration_times(recs))
-            periods = [measured[j]["profile"]["period_us"] for j in ("A", "B")]
-            q, slot_period = pace_quantum(periods)
-            candidates = [("B-rack2", {"A": PAIR_LINKS, "B": PAIR_LINKS}),  # the host's first choice
-                          ("B-rack1", {"A": PAIR_LINKS, "B": []})]          # B on b0 + b2: off the link
-            ranked, offsets = rank_and_commit(client, pb, PAIR_LINKS, ["A", "B"], candidates, "B-rack2", q)
-            rankings.append({"rep": rep, "periods_us": periods, "quantum_us": q, "ranked": ranked,
-                             "offsets": offsets})
-            log("rep %d: measured periods %s us; quantum %d us -> slot period %d us; ranked %s; offsets %s"
-                % (rep, periods, q, slot_period,
-                   [(r["candidate"], round(r["score"], 4)) for r in ranked], offsets))
-            res = run_scenario("collide-r%d" % rep, jobs, "off", a.iterations, tmp)
-            per["collide"].append([t for j in jobs for t in iteration_times(res[j.name]["records"])])
-            for mode in ("once", "pace"):
-                res = run_scenario("%s-r%d" % (mode, rep), jobs, mode, a.iterations, tmp)
-                per[mode].append([t for j in jobs for t in iteration_times(res[j.name]["records"])])
-                for j in jobs:
-                    st = res[j.name]["stats"]
-                    gate_stats[mode].append(st)
-                    if st["fail_opens"]:
-                        notes.append("%s rep %d job %s: the gate failed open %d times"
-                                     % (mode, rep, j.name, st["fail_opens"]))
-            log("rep %d: collide %.3f, once %.3f, pace %.3f s (mean)" % (
-                rep, statistics.mean(per["collide"][-1]), statistics.mean(per["once"][-1]),
-                statistics.mean(per["pace"][-1])))
-        stop_jobs(jobs)
-        jobs = []
-        netns.down(a.prefix)
+        if not a.ring_only:
+            # ---- two jobs, two racks, B's rank 1 in rack 2 (shared link) or rack 1 (not)
+            log("pair topology: 2 racks, one %s link, 5 hosts" % netns.RATE)
+            topo = netns.up("pair", a.prefix)
+            A, B = pair_jobs()
+            jobs = [A, B]
+            start_jobs(jobs, topo, d, env, tmp)
+            per = {k: [] for k in ("alone-A", "alone-B", "collide", "once", "pace")}
+            alone_runs = {"A": [], "B": []}
+            for rep in range(1, a.reps + 1):
+                measured = {}
+                for job in (A, B):
+                    res, measured[job.name] = profile_alone("alone-%s-r%d" % (job.name, rep), job, build, topo, d,
+                                                            tmp, a.iterations)
+                    recs = res[job.name]["records"]
+                    alone_runs[job.name].append(recs)
+                    per["alone-" + job.name].append(iteration_times(recs))
+                periods = [measured[j]["profile"]["period_us"] for j in ("A", "B")]
+                q, slot_period = pace_quantum(periods)
+                candidates = [("B-rack2", {"A": PAIR_LINKS, "B": PAIR_LINKS}),  # the host's first choice
+                              ("B-rack1", {"A": PAIR_LINKS, "B": []})]          # B on b0 + b2: off the link
+                ranked, offsets = rank_and_commit(client, pb, PAIR_LINKS, ["A", "B"], candidates, "B-rack2", q)
+                rankings.append({"rep": rep, "periods_us": periods, "quantum_us": q, "ranked": ranked,
+                                 "offsets": offsets})
+                log("rep %d: measured periods %s us; quantum %d us -> slot period %d us; ranked %s; offsets %s"
+                    % (rep, periods, q, slot_period,
+                       [(r["candidate"], round(r["score"], 4)) for r in ranked], offsets))
+                res = run_scenario("collide-r%d" % rep, jobs, "off", a.iterations, tmp)
+                per["collide"].append([t for j in jobs for t in iteration_times(res[j.name]["records"])])
+                for mode in ("once", "pace"):
+                    res = run_scenario("%s-r%d" % (mode, rep), jobs, mode, a.iterations, tmp)
+                    per[mode].append([t for j in jobs for t in iteration_times(res[j.name]["records"])])
+                    for j in jobs:
+                        st = res[j.name]["stats"]
+                        gate_stats[mode].append(st)
+                        if st["fail_opens"]:
+                            notes.append("%s rep %d job %s: the gate failed open %d times"
+                                         % (mode, rep, j.name, st["fail_opens"]))
+                log("rep %d: collide %.3f, once %.3f, pace %.3f s (mean)" % (
+                    rep, statistics.mean(per["collide"][-1]), statistics.mean(per["once"][-1]),
+                    statistics.mean(per["pace"][-1])))
+            stop_jobs(jobs)
+            jobs = []
+            netns.down(a.prefix)
 
-        calib = calibrate(alone_runs)
-        q_last = rankings[-1]["quantum_us"]
-        sims = {
-            "alone-A": simulate(build, tmp, "alone-A", PAIR_LINKS, {"A": PAIR_LINKS}, calib, a.iterations),
-            "alone-B": simulate(build, tmp, "alone-B", PAIR_LINKS, {"B": PAIR_LINKS}, calib, a.iterations),
-            "collide": simulate(build, tmp, "collide", PAIR_LINKS, {"A": PAIR_LINKS, "B": PAIR_LINKS}, calib,
-                                a.iterations),
-            "once": simulate(build, tmp, "once", PAIR_LINKS, {"A": PAIR_LINKS, "B": PAIR_LINKS}, calib,
-                             a.iterations, mode="once", quantum_us=q_last),
-            "pace": simulate(build, tmp, "pace", PAIR_LINKS, {"A": PAIR_LINKS, "B": PAIR_LINKS}, calib,
-                             a.iterations, mode="pace", quantum_us=q_last),
-        }
-        for name in ("alone-A", "alone-B", "collide", "once", "pace"):
-            results.append((name, {"group": "pair", "testbed": summarize(per[name]), "sim": sims[name],
-                                   "calibrated": name.startswith("alone")}))
-        alone_mean = {"pair": statistics.mean(results[0][1]["testbed"]["rep_means"] +
-                                              results[1][1]["testbed"]["rep_means"])}
+            calib = calibrate(alone_runs)
+            q_last = rankings[-1]["quantum_us"]
+            sims = {
+                "alone-A": simulate(build, tmp, "alone-A", PAIR_LINKS, {"A": PAIR_LINKS}, calib, a.iterations),
+                "alone-B": simulate(build, tmp, "alone-B", PAIR_LINKS, {"B": PAIR_LINKS}, calib, a.iterations),
+                "collide": simulate(build, tmp, "collide", PAIR_LINKS, {"A": PAIR_LINKS, "B": PAIR_LINKS}, calib,
+                                    a.iterations),
+                "once": simulate(build, tmp, "once", PAIR_LINKS, {"A": PAIR_LINKS, "B": PAIR_LINKS}, calib,
+                                 a.iterations, mode="once", quantum_us=q_last),
+                "pace": simulate(build, tmp, "pace", PAIR_LINKS, {"A": PAIR_LINKS, "B": PAIR_LINKS}, calib,
+                                 a.iterations, mode="pace", quantum_us=q_last),
+            }
+            for name in ("alone-A", "alone-B", "collide", "once", "pace"):
+                results.append((name, {"group": "pair", "testbed": summarize(per[name]), "sim": sims[name],
+                                       "calibrated": name.startswith("alone")}))
+            alone_mean = {"pair": statistics.mean(results[0][1]["testbed"]["rep_means"] +
+                                                  results[1][1]["testbed"]["rep_means"])}
         loop_info = None
 
         # ---- three jobs pairwise sharing three links (a loop in the affinity graph)
-        if not a.no_loop:
+        ring = None
+        if not a.no_ring:
+            rows, info, gates = run_ring(a, build, env, tmp, phasor, pb)
+            ring = {"rows": rows, "info": info, "gates": gates}
+            gate_stats["ring-once"], gate_stats["ring-pace"] = gates["once"], gates["pace"]
+
+        if not a.no_loop and not a.ring_only:
             log("loop topology: 3 racks in a triangle, three %s links, 6 hosts" % netns.RATE)
             topo = netns.up("loop", a.prefix)
             X, Y, Z = Job("X", "x0", "x1"), Job("Y", "y0", "y1"), Job("Z", "z0", "z1")
@@ -720,10 +933,14 @@ def main(argv):
         wall = time.time() - wall0
         load1 = os.getloadavg()
         md, errors = table(results, alone_mean)
-        write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, load0, load1, calib, tmp)
-        print(md)
-        print("\nsimulator error vs testbed (mean, p99): " +
-              "; ".join("%s %+.1f %% / %+.1f %%" % e for e in errors))
+        write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, load0, load1, calib, ring)
+        if results:
+            print(md)
+        if errors:
+            print("\nsimulator error vs testbed (mean, p99): " +
+                  "; ".join("%s %+.1f %% / %+.1f %%" % e for e in errors))
+        if ring:
+            print(ring_table(ring["rows"])[0])
         print("wall time %.0f s; load average %.2f at start, %.2f at end (1 min)" % (wall, load0[0], load1[0]))
         print("written to %s" % a.out)
         return 0
@@ -744,7 +961,7 @@ def main(argv):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, load0, load1, calib, tmp):
+def write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, load0, load1, calib, ring):
     lines = ["# Testbed results (`make testbed`)", "",
              "Generated by bench/testbed/testbed.py on %s; %d repetitions of %d iterations per run; "
              "wall time %.0f s; load average (1 min) %.2f at start, %.2f at end on %d cores."
@@ -753,16 +970,19 @@ def write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, l
              "Iteration times of every rank-0 iteration of every job, pooled over the repetitions "
              "(the first iteration from its gated start, then end to end, as `phasor simulate` counts). "
              "`x alone`: the scenario's mean over the mean of the alone runs of its topology. The simulator's inputs are calibrated "
-             "on the alone runs (so its alone rows match by construction).", "", md, ""]
+             "on the alone runs (so its alone rows match by construction).", ""]
+    if rankings or loop_info:
+        lines += [md, ""]
     if errors:
         worst = max(errors, key=lambda e: abs(e[1]))
         worst99 = max(errors, key=lambda e: abs(e[2]))
         lines += ["Simulator error against the testbed, over the rows not used for calibration: mean within "
                   "%.1f %% (worst: %s), p99 within %.1f %% (worst: %s)."
                   % (abs(worst[1]), worst[0], abs(worst99[2]), worst99[0]), ""]
-    lines += ["Calibration (compute us, bytes per iteration at %.1f Gbit/s): %s" % (
-        netns.RATE_GBPS, {j: [round(c), round(b)] for j, (c, b) in calib.items()}), ""]
-    lines += ["## phasord's rankings (pair: B's rank 1 in rack 2 shares the link, in rack 1 it does not)", ""]
+    if rankings:
+        lines += ["Calibration (compute us, bytes per iteration at %.1f Gbit/s): %s" % (
+            netns.RATE_GBPS, {j: [round(c), round(b)] for j, (c, b) in calib.items()}), ""]
+        lines += ["## phasord's rankings (pair: B's rank 1 in rack 2 shares the link, in rack 1 it does not)", ""]
     for r in rankings:
         lines.append("- rep %d: measured periods %s us, quantum %d us; ranked %s; committed B-rack2, offsets %s"
                      % (r["rep"], r["periods_us"], r["quantum_us"],
@@ -774,6 +994,25 @@ def write_results(a, md, errors, rankings, loop_info, gate_stats, notes, wall, l
             lines.append("- rep %d: %s" % (r["rep"], ", ".join(
                 "%s score %.4f cycle %s shifts %s" % (c["candidate"], c["score"], c["cycle"], c["shifts"])
                 for c in r["ranked"])))
+    if ring:
+        md_ring, alone = ring_table(ring["rows"])
+        info = ring["info"]
+        lines += ["", "## The ring: a 4-server job beside a running one (R on r0, r1 in rack 1 and r2, r3 in rack 2; "
+                  "A on a0, a1)", "",
+                  "R's all_reduce is %d bytes (10 MB per hop of its 4-ring, as A's per hop). Rank 0's iterations of "
+                  "each job, pooled over the repetitions; `x alone`: over R alone in phasor's order and A alone. "
+                  "The host's order %s crosses the link on every hop (2 per direction); phasord's %s on %d per "
+                  "direction. The simulator gives R that many hops' share on each direction."
+                  % (RING_BYTES, ",".join(info["host_order"]), ",".join(info["order"]),
+                     crossings(info["order"], netns.plan("ring")["hosts"])), "",
+                  md_ring, ""]
+        for r in info["answers"]:
+            lines.append("- rep %d: periods %s us, quantum %d us; phasord's order %s scores %.4f, the host's order "
+                         "%.4f; committed offsets %s" % (r["rep"], r["periods_us"], r["quantum_us"],
+                                                         ",".join(r["order"]), r["score"], r["host_order_score"],
+                                                         r["offsets"]))
+        lines.append("- calibration (compute us, bytes per hop): %s" % {
+            j: [round(c), round(b)] for j, (c, b) in info["calib"].items()})
     lines += ["", "## The gates", ""]
     for mode, stats in gate_stats.items():
         if stats:

@@ -20,8 +20,11 @@ gate_us is when wait() was called, start_us when it returned), then
 the process.
 
 Arguments: --job, --rank, --world, --master (rank 0's address; its store
-listens on 27200), --iface (GLOO_SOCKET_IFNAME), --compute-s, --bytes, and
-phasord's --requests / --offsets endpoints.
+listens on --port, 27200 by default), --iface (GLOO_SOCKET_IFNAME), --compute-s, --bytes, and
+phasord's --requests / --offsets endpoints. With PHASOR_RING_NODES and
+PHASOR_NODE_RANK in the environment (the ring order phasor chose, as Slurm's
+TaskProlog exports it) the process group is joined through
+phasor.torch.init_process_group, which takes rank and master from them.
 """
 
 import argparse
@@ -63,10 +66,20 @@ def main():
     import torch
     import torch.distributed as dist
     import phasor
+    import phasor.torch
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://%s:%d" % (a.master, a.port), rank=a.rank,
-                            world_size=a.world)
+    if os.environ.get("PHASOR_RING_NODES"):
+        # The ring phasor committed (as Slurm's TaskProlog exports it): rank,
+        # world size and master from PHASOR_RING_NODES / PHASOR_NODE_RANK.
+        os.environ["MASTER_PORT"] = str(a.port)
+        place = phasor.torch.init_process_group("gloo")
+        if place["rank"] != a.rank or place["world_size"] != a.world:
+            raise SystemExit("train.py: the exported ring gives rank %d of %d, the orchestrator said %d of %d"
+                             % (place["rank"], place["world_size"], a.rank, a.world))
+    else:
+        dist.init_process_group("gloo", init_method="tcp://%s:%d" % (a.master, a.port), rank=a.rank,
+                                world_size=a.world)
     tensor = torch.zeros(a.bytes // 4, dtype=torch.float32)
     dist.all_reduce(tensor)  # connections warm before the first run
     print("ready", flush=True)
