@@ -88,7 +88,8 @@ std::string TopologyConf() {
   std::string out;
   for (int l = 1; l <= kLeaves; ++l) {
     const int first = (l - 1) * kNodesPerLeaf + 1;
-    absl::StrAppendFormat(&out, "SwitchName=leaf%03d Nodes=n[%05d-%05d]\n", l, first, first + kNodesPerLeaf - 1);
+    absl::StrAppendFormat(&out, "SwitchName=leaf%03d Nodes=n[%05d-%05d]\n", l, first,
+                          first + kNodesPerLeaf - 1);
   }
   for (int s = 1; s <= kSpines; ++s) {
     absl::StrAppendFormat(&out, "SwitchName=spine%02d Switches=leaf[001-%03d]\n", s, kLeaves);
@@ -125,14 +126,16 @@ class FakeSlurm : public SlurmCommands {
     std::lock_guard<std::mutex> lock(mu_);
     for (SlurmJob& j : state_.jobs) {
       if (j.id != job) continue;
-      if (j.state != "PENDING") return absl::FailedPreconditionError("Job is no longer pending execution");
+      if (j.state != "PENDING")
+        return absl::FailedPreconditionError("Job is no longer pending execution");
       j.required_nodes = absl::StrJoin(nodes, ",");
       return absl::OkStatus();
     }
     return absl::FailedPreconditionError("Invalid job id specified");
   }
   // Slurm starts job `id` (submitted with `comment`) on `nodes`.
-  void Run(const std::string& id, const std::string& comment, const std::vector<std::string>& nodes) {
+  void Run(const std::string& id, const std::string& comment,
+           const std::vector<std::string>& nodes) {
     std::lock_guard<std::mutex> lock(mu_);
     SlurmJob j;
     j.id = id;
@@ -163,7 +166,8 @@ class FakeSlurm : public SlurmCommands {
 std::string ProfileJson(std::mt19937_64& rng) {
   const uint32_t period = 100000 + 10000 * static_cast<uint32_t>(rng() % 31);
   const uint32_t up = period / 4 + static_cast<uint32_t>(rng() % (period / 4));
-  return absl::StrFormat(R"({"period_us": %d, "square": {"up_us": %d, "up_gbps": 60}})", period, up);
+  return absl::StrFormat(R"({"period_us": %d, "square": {"up_us": %d, "up_gbps": 60}})", period,
+                         up);
 }
 
 SubmitQuery Query(const std::string& profile_file, uint32_t nodes, int64_t deadline_us) {
@@ -175,7 +179,8 @@ SubmitQuery Query(const std::string& profile_file, uint32_t nodes, int64_t deadl
 }
 
 int64_t SystemUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -189,7 +194,8 @@ double RssMib() {
   std::ifstream in("/proc/self/statm");
   long pages = 0, resident = 0;
   in >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 double PeakRssMib() {
@@ -264,7 +270,8 @@ struct World {
     const auto start = std::chrono::steady_clock::now();
     std::mt19937_64 rng(2026);
     const double rss_before = RssMib();
-    absl::StatusOr<std::unique_ptr<SlurmController>> c = SlurmController::Create(Options(/*shipped=*/false));
+    absl::StatusOr<std::unique_ptr<SlurmController>> c =
+        SlurmController::Create(Options(/*shipped=*/false));
     if (!c.ok()) return c.status();
     if (absl::Status s = (*c)->Poll(); !s.ok()) return s;
     controller_rss_mib = RssMib() - rss_before;
@@ -275,7 +282,8 @@ struct World {
       absl::StatusOr<SubmitAnswer> a = (*c)->Submit(Query(file, n, 0));
       if (!a.ok()) return a.status();
       if (a->nodes.size() != n) {
-        return absl::InternalError(absl::StrCat("setup job ", j, " not pinned: ", a->unpinned_because));
+        return absl::InternalError(
+            absl::StrCat("setup job ", j, " not pinned: ", a->unpinned_because));
       }
       const std::string id = absl::StrCat(1000 + j);
       slurm.Run(id, a->comment, a->nodes);
@@ -283,7 +291,8 @@ struct World {
       if (absl::Status s = (*c)->Poll(); !s.ok()) return s;
       running_nodes += static_cast<int>(n);
     }
-    if ((*c)->Placed().size() != kRunningJobs) return absl::InternalError("setup: not every job was placed");
+    if ((*c)->Placed().size() != kRunningJobs)
+      return absl::InternalError("setup: not every job was placed");
     c->reset();  // writes the state file
     std::ofstream(dir + "/arriving.json") << ProfileJson(rng);
     setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -305,7 +314,8 @@ void BM_Submit10k(benchmark::State& state) {
   }
   const bool shipped = state.range(0) == 0;
   const uint32_t count = static_cast<uint32_t>(state.range(1));
-  absl::StatusOr<std::unique_ptr<SlurmController>> made = SlurmController::Create(w.Options(shipped));
+  absl::StatusOr<std::unique_ptr<SlurmController>> made =
+      SlurmController::Create(w.Options(shipped));
   if (!made.ok()) {
     state.SkipWithError(absl::StrCat("controller: ", made.status().message()).c_str());
     return;
@@ -330,7 +340,8 @@ void BM_Submit10k(benchmark::State& state) {
     const double cpu0 = CpuMs(CLOCK_PROCESS_CPUTIME_ID), caller0 = CpuMs(CLOCK_THREAD_CPUTIME_ID);
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<SubmitAnswer> a = c.Submit(q);
-    const double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double took =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     caller_cpu += CpuMs(CLOCK_THREAD_CPUTIME_ID) - caller0;
     cpu += CpuMs(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     state.SetIterationTime(took / 1e3);
@@ -339,10 +350,17 @@ void BM_Submit10k(benchmark::State& state) {
     if (!a.ok()) {
       last_error = std::string(a.status().message());
       switch (a.status().code()) {
-        case absl::StatusCode::kDeadlineExceeded: ++deadline_exceeded; break;
-        case absl::StatusCode::kUnavailable: ++unavailable; break;
-        case absl::StatusCode::kFailedPrecondition: ++precondition; break;
-        default: ++other;
+        case absl::StatusCode::kDeadlineExceeded:
+          ++deadline_exceeded;
+          break;
+        case absl::StatusCode::kUnavailable:
+          ++unavailable;
+          break;
+        case absl::StatusCode::kFailedPrecondition:
+          ++precondition;
+          break;
+        default:
+          ++other;
       }
       if (!shipped) {
         state.SkipWithError(absl::StrCat("submit: ", last_error).c_str());
@@ -358,10 +376,12 @@ void BM_Submit10k(benchmark::State& state) {
       }
     } else {
       const std::set<std::string> distinct(a->nodes.begin(), a->nodes.end());
-      const bool idle = std::all_of(a->nodes.begin(), a->nodes.end(), [&](const std::string& n) { return w.slurm.Idle(n); });
+      const bool idle = std::all_of(a->nodes.begin(), a->nodes.end(),
+                                    [&](const std::string& n) { return w.slurm.Idle(n); });
       if (a->nodes.size() != count || distinct.size() != count || !idle) {
-        state.SkipWithError(absl::StrCat("bad pin: ", a->nodes.size(), " nodes, ", distinct.size(), " distinct, ",
-                                         idle ? "all idle" : "not all idle").c_str());
+        state.SkipWithError(absl::StrCat("bad pin: ", a->nodes.size(), " nodes, ", distinct.size(),
+                                         " distinct, ", idle ? "all idle" : "not all idle")
+                                .c_str());
         break;
       }
       ++pinned;
@@ -373,7 +393,8 @@ void BM_Submit10k(benchmark::State& state) {
     // The first call also fills the router's lazily built tables and
     // phasord's caches: shown apart, and in the percentiles.
     state.counters["first_ms"] = ms.front();
-    state.counters["rest_max_ms"] = ms.size() > 1 ? *std::max_element(ms.begin() + 1, ms.end()) : ms.front();
+    state.counters["rest_max_ms"] =
+        ms.size() > 1 ? *std::max_element(ms.begin() + 1, ms.end()) : ms.front();
   }
   std::sort(ms.begin(), ms.end());
   if (!ms.empty()) {
