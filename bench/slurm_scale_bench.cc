@@ -300,9 +300,14 @@ struct World {
   }
 };
 
+// Built by the first benchmark that runs, shared by the others, and
+// stopped by main after the last (phasord's thread joined, the temp dir
+// removed) rather than at static destruction.
+std::unique_ptr<World> the_world;
+
 World& TheWorld() {
-  static World* world = new World();  // lives to the process's end (benchmarks share it)
-  return *world;
+  if (the_world == nullptr) the_world = std::make_unique<World>();
+  return *the_world;
 }
 
 void BM_Submit10k(benchmark::State& state) {
@@ -425,4 +430,11 @@ BENCHMARK(BM_Submit10k)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  the_world.reset();
+  return 0;
+}
