@@ -567,7 +567,7 @@ class Replayer {
           if (*j.pinned_shift_us >= profile.period_us) j.pinned_shift_us = 0;
         }
         request.jobs.push_back(j);
-        running_links[id] = Clamp(r.links);
+        running_links[id] = r.links;
       }
       bool any_new_networked = false;
       // The policy judges footprints on every link a candidate's new jobs cross.
@@ -580,7 +580,7 @@ class Replayer {
           if (!plan.running.networked) continue;
           const std::string rank_id = absl::StrCat(id, "@", c);
           request.jobs.push_back(RankJob(rank_id, plan.running.profile));
-          candidate.links[rank_id] = Clamp(plan.running.links);
+          candidate.links[rank_id] = plan.running.links;
           any_new_networked = true;
         }
         full.push_back(candidate);
@@ -758,12 +758,6 @@ class Replayer {
     }
     std::erase_if(candidate.links, [](const auto& j) { return j.second.empty(); });
     return candidate;
-  }
-
-  static std::map<std::string, double> Clamp(const std::map<std::string, double>& links) {
-    std::map<std::string, double> out;
-    for (const auto& [l, s] : links) out[l] = std::min(1.0, s);
-    return out;
   }
 
   void Complete(const std::string& id) {
