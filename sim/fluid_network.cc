@@ -325,15 +325,32 @@ void FluidNetwork::RecomputeRates() {
       links_[l].load_gbps += share * rate;
     }
   };
-  while (!unfrozen_.empty()) {
-    double level = kInf;
-    for (uint32_t j : unfrozen_) level = std::min(level, jobs_[j].spec.nic_gbps);
+  while (true) {
+    // Drop the flows the last round froze; the lowest NIC cap of the rest.
+    double min_nic = kInf;
+    size_t kept = 0;
+    for (uint32_t j : unfrozen_) {
+      if (jobs_[j].frozen) continue;
+      unfrozen_[kept++] = j;
+      min_nic = std::min(min_nic, jobs_[j].spec.nic_gbps);
+    }
+    unfrozen_.resize(kept);
+    if (kept == 0) break;
+    // Drop the links no unfrozen flow loads any more; the level is the lowest
+    // of the NIC caps and the links' fair shares. A link whose residual is
+    // above level x weight by a wide margin has a fair share above the level
+    // (rounding is monotone), so its division is skipped: the minimum, and
+    // with it every rate, is the one a division for every link gives.
+    double level = min_nic;
+    kept = 0;
     for (uint32_t l : live_links_) {
       const LinkState& link = links_[l];
-      if (link.unfrozen_weight > 1e-12) {
-        level = std::min(level, std::max(0.0, link.residual_gbps) / link.unfrozen_weight);
-      }
+      if (!(link.unfrozen_weight > 1e-12)) continue;
+      live_links_[kept++] = l;
+      if (link.residual_gbps > level * link.unfrozen_weight * (1 + 1e-9)) continue;
+      level = std::min(level, std::max(0.0, link.residual_gbps) / link.unfrozen_weight);
     }
+    live_links_.resize(kept);
     // Saturated links first (their flows freeze at `level`), then NIC caps.
     for (uint32_t l : live_links_) {
       LinkState& link = links_[l];
@@ -343,12 +360,13 @@ void FluidNetwork::RecomputeRates() {
         if (!jobs_[j].frozen) freeze(jobs_[j], level);
       }
     }
-    for (uint32_t j : unfrozen_) {
-      JobState& job = jobs_[j];
-      if (!job.frozen && job.spec.nic_gbps <= level * (1 + 1e-12)) freeze(job, job.spec.nic_gbps);
+    // Most rounds end at a link below every NIC cap: no flow can freeze at its cap.
+    if (min_nic <= level * (1 + 1e-12)) {
+      for (uint32_t j : unfrozen_) {
+        JobState& job = jobs_[j];
+        if (!job.frozen && job.spec.nic_gbps <= level * (1 + 1e-12)) freeze(job, job.spec.nic_gbps);
+      }
     }
-    std::erase_if(unfrozen_, [&](uint32_t j) { return jobs_[j].frozen; });
-    std::erase_if(live_links_, [&](uint32_t l) { return !(links_[l].unfrozen_weight > 1e-12); });
   }
   Record();
 }
