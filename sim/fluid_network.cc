@@ -43,6 +43,8 @@ FluidNetwork::FluidNetwork(std::vector<SimLink> links, FluidNetworkOptions optio
     }
   }
   link_flows_.resize(links_.size());
+  active_mark_.resize(links_.size());
+  changed_mark_.resize(links_.size());
 }
 
 absl::Status FluidNetwork::ValidateLinks(const std::vector<SimLink>& links) {
@@ -141,6 +143,7 @@ absl::Status FluidNetwork::RemoveJob(const std::string& id) {
     if (jobs_[i].phase == Phase::kComm) rates_dirty_ = true;
     job_stats_[jobs_[i].stats_index].finish_us = now_us_;
     jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
+    link_flows_valid_ = false;
     --running_;
     return absl::OkStatus();
   }
@@ -288,32 +291,71 @@ void FluidNetwork::RecomputeRates() {
   for (uint32_t l : active_links_) {
     links_[l].load_gbps = 0;
     links_[l].demand_gbps = 0;
-    link_flows_[l].clear();
   }
   active_links_.clear();
+  if (!link_flows_valid_) {
+    for (std::vector<std::pair<uint32_t, double>>& flows : link_flows_) flows.clear();
+    for (JobState& job : jobs_) job.in_link_flows = false;
+    link_flows_valid_ = true;
+  }
   // Progressive filling: every unfrozen flow runs at `level`; a link saturates
   // when frozen load + level * (its unfrozen weight) reaches its capacity.
   // Each round walks only the flows still unfrozen and the links some of them
   // still load (both kept in their first order, so every sum below is taken
   // in the order a walk over every job and link would take it).
+  //
+  // Between two fills usually one flow starts or ends, so link_flows_ and
+  // its sums are updated only for the links of the flows that did; the sums
+  // are taken afresh over the link's flows in job order, as a walk over
+  // every job would take them, never by adding or subtracting the change.
+  ++fill_count_;
+  changed_links_.clear();
   unfrozen_.clear();
   for (uint32_t j = 0; j < jobs_.size(); ++j) {
     JobState& job = jobs_[j];
-    if (job.phase != Phase::kComm) continue;
+    const bool comm = job.phase == Phase::kComm;
+    if (comm != job.in_link_flows) {
+      job.in_link_flows = comm;
+      for (const auto& [l, share] : job.links) {
+        std::vector<std::pair<uint32_t, double>>& flows = link_flows_[l];
+        auto at = std::lower_bound(flows.begin(), flows.end(), j,
+                                   [](const std::pair<uint32_t, double>& f, uint32_t k) { return f.first < k; });
+        if (comm) {
+          flows.insert(at, {j, share});
+        } else {
+          flows.erase(at);
+        }
+        if (changed_mark_[l] != fill_count_) {
+          changed_mark_[l] = fill_count_;
+          changed_links_.push_back(l);
+        }
+      }
+    }
+    if (!comm) continue;
     job.frozen = false;
     job.rate_gbps = 0;
     unfrozen_.push_back(j);
-    for (const auto& [l, share] : job.links) {
-      LinkState& link = links_[l];
-      if (link_flows_[l].empty()) {
-        active_links_.push_back(l);
-        link.residual_gbps = link.capacity_gbps;  // capacity minus frozen load
-        link.unfrozen_weight = 0;
+    for (const auto& link : job.links) {
+      if (active_mark_[link.first] != fill_count_) {
+        active_mark_[link.first] = fill_count_;
+        active_links_.push_back(link.first);
       }
-      link_flows_[l].push_back(j);
-      link.unfrozen_weight += share;
-      link.demand_gbps += share * job.spec.nic_gbps;
     }
+  }
+  for (uint32_t l : changed_links_) {
+    LinkState& link = links_[l];
+    link.flows_weight = 0;
+    link.flows_demand_gbps = 0;
+    for (const auto& [j, share] : link_flows_[l]) {
+      link.flows_weight += share;
+      link.flows_demand_gbps += share * jobs_[j].spec.nic_gbps;
+    }
+  }
+  for (uint32_t l : active_links_) {
+    LinkState& link = links_[l];
+    link.residual_gbps = link.capacity_gbps;  // capacity minus frozen load
+    link.unfrozen_weight = link.flows_weight;
+    link.demand_gbps = link.flows_demand_gbps;
   }
   live_links_ = active_links_;
   auto freeze = [&](JobState& job, double rate) {
@@ -356,8 +398,8 @@ void FluidNetwork::RecomputeRates() {
       LinkState& link = links_[l];
       if (link.unfrozen_weight <= 1e-12) continue;
       if (link.residual_gbps - level * link.unfrozen_weight > link.capacity_gbps * 1e-12) continue;
-      for (uint32_t j : link_flows_[l]) {
-        if (!jobs_[j].frozen) freeze(jobs_[j], level);
+      for (const auto& flow : link_flows_[l]) {
+        if (!jobs_[flow.first].frozen) freeze(jobs_[flow.first], level);
       }
     }
     // Most rounds end at a link below every NIC cap: no flow can freeze at its cap.
@@ -445,7 +487,10 @@ std::vector<std::string> FluidNetwork::AdvanceUntil(double until_us) {
       const size_t before = jobs_.size();
       std::erase_if(jobs_, [](const JobState& job) { return job.phase == Phase::kDone; });
       running_ -= before - jobs_.size();
-      if (before != jobs_.size()) rates_dirty_ = true;
+      if (before != jobs_.size()) {
+        rates_dirty_ = true;
+        link_flows_valid_ = false;
+      }
     }
     if (!completed.empty()) {
       if (rates_dirty_) RecomputeRates();

@@ -184,12 +184,16 @@ class FluidNetwork {
     double shift_period_us = 0;
     uint64_t done = 0;
     size_t stats_index = 0;
+    bool in_link_flows = false;    // its flow is in link_flows_ (it was in its Up phase at the last fill)
     bool frozen = false;           // scratch for progressive filling
   };
   struct LinkState {
     double capacity_gbps = 0;
     double load_gbps = 0;
     double demand_gbps = 0;
+    // Sums over link_flows_ in its order: the shares, share x NIC rate.
+    double flows_weight = 0;
+    double flows_demand_gbps = 0;
     double unfrozen_weight = 0;    // scratch
     double residual_gbps = 0;      // scratch
     int record_index = -1;
@@ -209,7 +213,17 @@ class FluidNetwork {
   std::vector<JobStats> job_stats_;
   std::map<std::string, size_t> job_ids_;   // every id ever added -> stats index
   std::vector<uint32_t> active_links_;      // links with load, from the last recompute
-  std::vector<std::vector<uint32_t>> link_flows_;  // per link: its flows (indices in jobs_)
+  // Per link: the flows in their Up phase that load it (index in jobs_,
+  // share), in job order. Kept from one fill to the next and updated for the
+  // jobs whose Up phase began or ended since; rebuilt when jobs_ is compacted
+  // (indices move), which clears link_flows_valid_.
+  std::vector<std::vector<std::pair<uint32_t, double>>> link_flows_;
+  bool link_flows_valid_ = false;
+  // RecomputeRates' marks: a link is in active_links_ / changed_links_ of the
+  // current fill when its mark equals fill_count_.
+  std::vector<uint64_t> active_mark_, changed_mark_;
+  std::vector<uint32_t> changed_links_;
+  uint64_t fill_count_ = 0;
   // RecomputeRates' scratch: the flows not yet frozen, the links they load.
   std::vector<uint32_t> unfrozen_, live_links_;
   std::vector<std::vector<LoadPoint>> series_;
