@@ -346,6 +346,8 @@ void FluidNetwork::RecomputeRates() {
     LinkState& link = links_[l];
     link.flows_weight = 0;
     link.flows_demand_gbps = 0;
+    link.saturation_margin_gbps =
+        link.capacity_gbps * (2e-12 + 1e-15 * static_cast<double>(link_flows_[l].size() + 2));
     for (const auto& [j, share] : link_flows_[l]) {
       link.flows_weight += share;
       link.flows_demand_gbps += share * jobs_[j].spec.nic_gbps;
@@ -379,22 +381,26 @@ void FluidNetwork::RecomputeRates() {
     unfrozen_.resize(kept);
     if (kept == 0) break;
     // Drop the links no unfrozen flow loads any more; the level is the lowest
-    // of the NIC caps and the links' fair shares. A link whose residual is
-    // above level x weight by a wide margin has a fair share above the level
-    // (rounding is monotone), so its division is skipped: the minimum, and
-    // with it every rate, is the one a division for every link gives.
+    // of the NIC caps and the links' fair shares. A link whose slack
+    // residual - level x weight exceeds its saturation margin (header) at the
+    // running level has a fair share above the final level, and it cannot
+    // pass the saturation test below either, whatever the flows frozen
+    // before its turn do to its sums: it is neither divided nor tested. The
+    // others, usually a handful, are kept in order as candidates.
     double level = min_nic;
     kept = 0;
+    candidates_.clear();
     for (uint32_t l : live_links_) {
       const LinkState& link = links_[l];
       if (!(link.unfrozen_weight > 1e-12)) continue;
       live_links_[kept++] = l;
-      if (link.residual_gbps > level * link.unfrozen_weight * (1 + 1e-9)) continue;
+      if (link.residual_gbps - level * link.unfrozen_weight > link.saturation_margin_gbps) continue;
+      candidates_.push_back(l);
       level = std::min(level, std::max(0.0, link.residual_gbps) / link.unfrozen_weight);
     }
     live_links_.resize(kept);
     // Saturated links first (their flows freeze at `level`), then NIC caps.
-    for (uint32_t l : live_links_) {
+    for (uint32_t l : candidates_) {
       LinkState& link = links_[l];
       if (link.unfrozen_weight <= 1e-12) continue;
       if (link.residual_gbps - level * link.unfrozen_weight > link.capacity_gbps * 1e-12) continue;

@@ -194,6 +194,15 @@ class FluidNetwork {
     // Sums over link_flows_ in its order: the shares, share x NIC rate.
     double flows_weight = 0;
     double flows_demand_gbps = 0;
+    // A bound for the filling's candidate test. Within a round, freezing the
+    // link's flows at the level leaves residual - level x weight unchanged but
+    // for rounding: at most a few units in the last place of the capacity per
+    // flow (every term is at most the capacity while the slack is positive).
+    // capacity x (2e-12 + 1e-15 x (flows + 2)) covers the saturation test's
+    // 1e-12 x capacity plus that drift (1e-15 is more than 4 units of 2^-53 per
+    // flow), so a link whose slack exceeds it at a round's start cannot
+    // saturate in that round.
+    double saturation_margin_gbps = 0;
     double unfrozen_weight = 0;    // scratch
     double residual_gbps = 0;      // scratch
     int record_index = -1;
@@ -226,6 +235,7 @@ class FluidNetwork {
   uint64_t fill_count_ = 0;
   // RecomputeRates' scratch: the flows not yet frozen, the links they load.
   std::vector<uint32_t> unfrozen_, live_links_;
+  std::vector<uint32_t> candidates_;  // a round's links that may saturate, in live_links_ order
   std::vector<std::vector<LoadPoint>> series_;
   double now_us_ = 0;
   uint64_t events_ = 0;
