@@ -203,6 +203,9 @@ class FluidNetwork {
     // flow), so a link whose slack exceeds it at a round's start cannot
     // saturate in that round.
     double saturation_margin_gbps = 0;
+    // Its key in active_links_ ((job << 32) | slot of its first flow); all
+    // ones when it is not there.
+    uint64_t active_key = std::numeric_limits<uint64_t>::max();
     double unfrozen_weight = 0;    // scratch
     double residual_gbps = 0;      // scratch
     int record_index = -1;
@@ -221,16 +224,24 @@ class FluidNetwork {
   std::vector<JobState> jobs_;              // live jobs (not done, not removed)
   std::vector<JobStats> job_stats_;
   std::map<std::string, size_t> job_ids_;   // every id ever added -> stats index
-  std::vector<uint32_t> active_links_;      // links with load, from the last recompute
-  // Per link: the flows in their Up phase that load it (index in jobs_,
-  // share), in job order. Kept from one fill to the next and updated for the
-  // jobs whose Up phase began or ended since; rebuilt when jobs_ is compacted
-  // (indices move), which clears link_flows_valid_.
-  std::vector<std::vector<std::pair<uint32_t, double>>> link_flows_;
+  // The links some flow in its Up phase loads, from the last recompute, in
+  // the order of their keys (LinkState::active_key).
+  std::vector<uint32_t> active_links_;
+  // Per link: the flows in their Up phase that load it, in job order. Kept
+  // from one fill to the next and updated for the jobs whose Up phase began
+  // or ended since; rebuilt when jobs_ is compacted (indices move), which
+  // clears link_flows_valid_.
+  struct LinkFlow {
+    uint32_t job;   // index in jobs_
+    uint32_t slot;  // index of the link in the job's links
+    double share;
+  };
+  std::vector<std::vector<LinkFlow>> link_flows_;
   bool link_flows_valid_ = false;
-  // RecomputeRates' marks: a link is in active_links_ / changed_links_ of the
-  // current fill when its mark equals fill_count_.
-  std::vector<uint64_t> active_mark_, changed_mark_;
+  // active_links_' sort keys: (job << 32 | slot) of each link's first flow.
+  std::vector<uint64_t> active_keys_;
+  // The links whose flows changed in the current fill (marked with fill_count_).
+  std::vector<uint64_t> changed_mark_;
   std::vector<uint32_t> changed_links_;
   uint64_t fill_count_ = 0;
   // RecomputeRates' scratch: the flows not yet frozen, the links they load.
