@@ -31,6 +31,7 @@ absl::Status CheckGrid(const std::string& what, double anchor_us, double period_
 FluidNetwork::FluidNetwork(std::vector<SimLink> links, FluidNetworkOptions options)
     : options_(std::move(options)) {
   links_.resize(links.size());
+  fill_.resize(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
     links_[i].capacity_gbps = links[i].capacity_gbps;
     links_[i].stats.id = links[i].id;
@@ -276,8 +277,8 @@ void FluidNetwork::Accumulate(double dt_us) {
   }
   for (uint32_t l : active_links_) {
     LinkState& link = links_[l];
-    if (link.load_gbps <= 0) continue;
-    const double bytes = link.load_gbps * kBitsPerUsPerGbps * dt_us / 8;
+    if (fill_[l].load_gbps <= 0) continue;
+    const double bytes = fill_[l].load_gbps * kBitsPerUsPerGbps * dt_us / 8;
     link.stats.bytes += bytes;
     link.stats.busy_us += dt_us;
     if (link.demand_gbps > link.capacity_gbps * (1 + 1e-9)) {
@@ -293,7 +294,7 @@ void FluidNetwork::RecomputeRates() {
     for (std::vector<LinkFlow>& flows : link_flows_) flows.clear();
     for (JobState& job : jobs_) job.in_link_flows = false;
     for (uint32_t l : active_links_) {
-      links_[l].load_gbps = 0;
+      fill_[l].load_gbps = 0;
       links_[l].demand_gbps = 0;
       links_[l].active_key = kNotActive;
     }
@@ -350,7 +351,8 @@ void FluidNetwork::RecomputeRates() {
     const std::vector<LinkFlow>& flows = link_flows_[l];
     link.flows_weight = 0;
     link.flows_demand_gbps = 0;
-    link.saturation_margin_gbps = link.capacity_gbps * (2e-12 + 1e-15 * static_cast<double>(flows.size() + 2));
+    fill_[l].saturation_margin_gbps =
+        link.capacity_gbps * (2e-12 + 1e-15 * static_cast<double>(flows.size() + 2));
     for (const LinkFlow& flow : flows) {
       link.flows_weight += flow.share;
       link.flows_demand_gbps += flow.share * jobs_[flow.job].spec.nic_gbps;
@@ -364,7 +366,7 @@ void FluidNetwork::RecomputeRates() {
     }
     link.active_key = key;
     if (key == kNotActive) {  // no longer loaded
-      link.load_gbps = 0;
+      fill_[l].load_gbps = 0;
       link.demand_gbps = 0;
       continue;
     }
@@ -374,9 +376,9 @@ void FluidNetwork::RecomputeRates() {
   }
   for (uint32_t l : active_links_) {
     LinkState& link = links_[l];
-    link.residual_gbps = link.capacity_gbps;  // capacity minus frozen load
-    link.unfrozen_weight = link.flows_weight;
-    link.load_gbps = 0;
+    fill_[l].residual_gbps = link.capacity_gbps;
+    fill_[l].unfrozen_weight = link.flows_weight;
+    fill_[l].load_gbps = 0;
     link.demand_gbps = link.flows_demand_gbps;
   }
   live_links_ = active_links_;
@@ -384,9 +386,10 @@ void FluidNetwork::RecomputeRates() {
     job.frozen = true;
     job.rate_gbps = rate;
     for (const auto& [l, share] : job.links) {
-      links_[l].residual_gbps -= share * rate;
-      links_[l].unfrozen_weight -= share;
-      links_[l].load_gbps += share * rate;
+      LinkFill& link = fill_[l];
+      link.residual_gbps -= share * rate;
+      link.unfrozen_weight -= share;
+      link.load_gbps += share * rate;
     }
   };
   while (true) {
@@ -411,7 +414,7 @@ void FluidNetwork::RecomputeRates() {
     kept = 0;
     candidates_.clear();
     for (uint32_t l : live_links_) {
-      const LinkState& link = links_[l];
+      const LinkFill& link = fill_[l];
       if (!(link.unfrozen_weight > 1e-12)) continue;
       live_links_[kept++] = l;
       if (link.residual_gbps - level * link.unfrozen_weight > link.saturation_margin_gbps) continue;
@@ -421,9 +424,9 @@ void FluidNetwork::RecomputeRates() {
     live_links_.resize(kept);
     // Saturated links first (their flows freeze at `level`), then NIC caps.
     for (uint32_t l : candidates_) {
-      LinkState& link = links_[l];
+      const LinkFill& link = fill_[l];
       if (link.unfrozen_weight <= 1e-12) continue;
-      if (link.residual_gbps - level * link.unfrozen_weight > link.capacity_gbps * 1e-12) continue;
+      if (link.residual_gbps - level * link.unfrozen_weight > links_[l].capacity_gbps * 1e-12) continue;
       for (const auto& flow : link_flows_[l]) {
         if (!jobs_[flow.job].frozen) freeze(jobs_[flow.job], level);
       }
@@ -441,10 +444,11 @@ void FluidNetwork::RecomputeRates() {
 
 void FluidNetwork::Record() {
   if (series_.empty() || now_us_ >= options_.record_to_us) return;
-  for (const LinkState& link : links_) {
+  for (size_t l = 0; l < links_.size(); ++l) {
+    const LinkState& link = links_[l];
     if (link.record_index < 0) continue;
     std::vector<LoadPoint>& series = series_[link.record_index];
-    const LoadPoint point{std::max(now_us_, options_.record_from_us), link.load_gbps,
+    const LoadPoint point{std::max(now_us_, options_.record_from_us), fill_[l].load_gbps,
                           link.demand_gbps};
     if (now_us_ < options_.record_from_us) {
       // Only the load in force when the window opens matters.

@@ -187,13 +187,12 @@ class FluidNetwork {
     bool in_link_flows = false;    // its flow is in link_flows_ (it was in its Up phase at the last fill)
     bool frozen = false;           // scratch for progressive filling
   };
-  struct LinkState {
-    double capacity_gbps = 0;
-    double load_gbps = 0;
-    double demand_gbps = 0;
-    // Sums over link_flows_ in its order: the shares, share x NIC rate.
-    double flows_weight = 0;
-    double flows_demand_gbps = 0;
+  // The per-link state the filling's rounds read and write, apart from the
+  // rest (LinkState) so that their scans stay within a few cache lines.
+  struct LinkFill {
+    double residual_gbps = 0;    // scratch: capacity minus frozen load
+    double unfrozen_weight = 0;  // scratch
+    double load_gbps = 0;        // the load from the last recompute
     // A bound for the filling's candidate test. Within a round, freezing the
     // link's flows at the level leaves residual - level x weight unchanged but
     // for rounding: at most a few units in the last place of the capacity per
@@ -203,11 +202,16 @@ class FluidNetwork {
     // flow), so a link whose slack exceeds it at a round's start cannot
     // saturate in that round.
     double saturation_margin_gbps = 0;
+  };
+  struct LinkState {
+    double capacity_gbps = 0;
+    double demand_gbps = 0;
+    // Sums over link_flows_ in its order: the shares, share x NIC rate.
+    double flows_weight = 0;
+    double flows_demand_gbps = 0;
     // Its key in active_links_ ((job << 32) | slot of its first flow); all
     // ones when it is not there.
     uint64_t active_key = std::numeric_limits<uint64_t>::max();
-    double unfrozen_weight = 0;    // scratch
-    double residual_gbps = 0;      // scratch
     int record_index = -1;
     LinkStats stats;
   };
@@ -220,6 +224,7 @@ class FluidNetwork {
 
   FluidNetworkOptions options_;
   std::vector<LinkState> links_;
+  std::vector<LinkFill> fill_;  // per link, as links_
   std::map<std::string, uint32_t> link_index_;
   std::vector<JobState> jobs_;              // live jobs (not done, not removed)
   std::vector<JobStats> job_stats_;
