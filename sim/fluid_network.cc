@@ -357,7 +357,8 @@ void FluidNetwork::RecomputeRates() {
       link.flows_weight += flow.share;
       link.flows_demand_gbps += flow.share * jobs_[flow.job].spec.nic_gbps;
     }
-    const uint64_t key = flows.empty() ? kNotActive : (uint64_t{flows[0].job} << 32) | flows[0].slot;
+    const uint64_t key =
+        flows.empty() ? kNotActive : (uint64_t{flows[0].job} << 32) | flows[0].slot;
     if (key == link.active_key) continue;
     if (link.active_key != kNotActive) {
       const auto at = std::lower_bound(active_keys_.begin(), active_keys_.end(), link.active_key);
@@ -426,7 +427,8 @@ void FluidNetwork::RecomputeRates() {
     for (uint32_t l : candidates_) {
       const LinkFill& link = fill_[l];
       if (link.unfrozen_weight <= 1e-12) continue;
-      if (link.residual_gbps - level * link.unfrozen_weight > links_[l].capacity_gbps * 1e-12) continue;
+      const double tolerance = links_[l].capacity_gbps * 1e-12;
+      if (link.residual_gbps - level * link.unfrozen_weight > tolerance) continue;
       for (const auto& flow : link_flows_[l]) {
         if (!jobs_[flow.job].frozen) freeze(jobs_[flow.job], level);
       }

@@ -184,7 +184,7 @@ class FluidNetwork {
     double shift_period_us = 0;
     uint64_t done = 0;
     size_t stats_index = 0;
-    bool in_link_flows = false;    // its flow is in link_flows_ (it was in its Up phase at the last fill)
+    bool in_link_flows = false;    // in link_flows_ (it was in its Up phase at the last fill)
     bool frozen = false;           // scratch for progressive filling
   };
   // The per-link state the filling's rounds read and write, apart from the
