@@ -209,9 +209,6 @@ class FluidNetwork {
     // Sums over link_flows_ in its order: the shares, share x NIC rate.
     double flows_weight = 0;
     double flows_demand_gbps = 0;
-    // Its key in active_links_ ((job << 32) | slot of its first flow); all
-    // ones when it is not there.
-    uint64_t active_key = std::numeric_limits<uint64_t>::max();
     int record_index = -1;
     LinkStats stats;
   };
@@ -230,23 +227,22 @@ class FluidNetwork {
   std::vector<JobStats> job_stats_;
   std::map<std::string, size_t> job_ids_;   // every id ever added -> stats index
   // The links some flow in its Up phase loads, from the last recompute, in
-  // the order of their keys (LinkState::active_key).
+  // the order a walk over those flows in job order, each over its links,
+  // first meets them.
   std::vector<uint32_t> active_links_;
   // Per link: the flows in their Up phase that load it, in job order. Kept
   // from one fill to the next and updated for the jobs whose Up phase began
   // or ended since; rebuilt when jobs_ is compacted (indices move), which
   // clears link_flows_valid_.
   struct LinkFlow {
-    uint32_t job;   // index in jobs_
-    uint32_t slot;  // index of the link in the job's links
+    uint32_t job;  // index in jobs_
     double share;
   };
   std::vector<std::vector<LinkFlow>> link_flows_;
   bool link_flows_valid_ = false;
-  // active_links_' sort keys: (job << 32 | slot) of each link's first flow.
-  std::vector<uint64_t> active_keys_;
-  // The links whose flows changed in the current fill (marked with fill_count_).
-  std::vector<uint64_t> changed_mark_;
+  // RecomputeRates' marks: a link is in active_links_ / changed_links_ of the
+  // current fill when its mark equals fill_count_.
+  std::vector<uint64_t> active_mark_, changed_mark_;
   std::vector<uint32_t> changed_links_;
   uint64_t fill_count_ = 0;
   // RecomputeRates' scratch: the flows not yet frozen, the links they load.
