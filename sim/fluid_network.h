@@ -184,14 +184,31 @@ class FluidNetwork {
     double shift_period_us = 0;
     uint64_t done = 0;
     size_t stats_index = 0;
+    bool in_link_flows = false;    // in link_flows_ (it was in its Up phase at the last fill)
     bool frozen = false;           // scratch for progressive filling
+  };
+  // The per-link state the filling's rounds read and write, apart from the
+  // rest (LinkState) so that their scans stay within a few cache lines.
+  struct LinkFill {
+    double residual_gbps = 0;    // scratch: capacity minus frozen load
+    double unfrozen_weight = 0;  // scratch
+    double load_gbps = 0;        // the load from the last recompute
+    // A bound for the filling's candidate test. Within a round, freezing the
+    // link's flows at the level leaves residual - level x weight unchanged but
+    // for rounding: at most a few units in the last place of the capacity per
+    // flow (every term is at most the capacity while the slack is positive).
+    // capacity x (2e-12 + 1e-15 x (flows + 2)) covers the saturation test's
+    // 1e-12 x capacity plus that drift (1e-15 is more than 4 units of 2^-53 per
+    // flow), so a link whose slack exceeds it at a round's start cannot
+    // saturate in that round.
+    double saturation_margin_gbps = 0;
   };
   struct LinkState {
     double capacity_gbps = 0;
-    double load_gbps = 0;
     double demand_gbps = 0;
-    double unfrozen_weight = 0;    // scratch
-    double residual_gbps = 0;      // scratch
+    // Sums over link_flows_ in its order: the shares, share x NIC rate.
+    double flows_weight = 0;
+    double flows_demand_gbps = 0;
     int record_index = -1;
     LinkStats stats;
   };
@@ -204,14 +221,33 @@ class FluidNetwork {
 
   FluidNetworkOptions options_;
   std::vector<LinkState> links_;
+  std::vector<LinkFill> fill_;  // per link, as links_
   std::map<std::string, uint32_t> link_index_;
   std::vector<JobState> jobs_;              // live jobs (not done, not removed)
   std::vector<JobStats> job_stats_;
   std::map<std::string, size_t> job_ids_;   // every id ever added -> stats index
-  std::vector<uint32_t> active_links_;      // links with load, from the last recompute
-  std::vector<std::vector<uint32_t>> link_flows_;  // per link: its flows (indices in jobs_)
+  // The links some flow in its Up phase loads, from the last recompute, in
+  // the order a walk over those flows in job order, each over its links,
+  // first meets them.
+  std::vector<uint32_t> active_links_;
+  // Per link: the flows in their Up phase that load it, in job order. Kept
+  // from one fill to the next and updated for the jobs whose Up phase began
+  // or ended since; rebuilt when jobs_ is compacted (indices move), which
+  // clears link_flows_valid_.
+  struct LinkFlow {
+    uint32_t job;  // index in jobs_
+    double share;
+  };
+  std::vector<std::vector<LinkFlow>> link_flows_;
+  bool link_flows_valid_ = false;
+  // RecomputeRates' marks: a link is in active_links_ / changed_links_ of the
+  // current fill when its mark equals fill_count_.
+  std::vector<uint64_t> active_mark_, changed_mark_;
+  std::vector<uint32_t> changed_links_;
+  uint64_t fill_count_ = 0;
   // RecomputeRates' scratch: the flows not yet frozen, the links they load.
   std::vector<uint32_t> unfrozen_, live_links_;
+  std::vector<uint32_t> candidates_;  // a round's links that may saturate, in live_links_ order
   std::vector<std::vector<LoadPoint>> series_;
   double now_us_ = 0;
   uint64_t events_ = 0;
