@@ -796,6 +796,13 @@ absl::StatusOr<SubmitAnswer> SlurmController::Submit(const SubmitQuery& query) {
       answer.unpinned_because = std::string(r.status().message());
     }
   }
+  // Preparing the candidates can take long on a large cluster (tens of ms
+  // at 10,000 nodes): past the hook's deadline the hook has given up, so
+  // neither routing nor phasord's time is spent on the answer.
+  if (ranking && query.deadline_us != 0 && options_.clock() >= query.deadline_us) {
+    return declined(absl::DeadlineExceededError(
+        "the hook's deadline passed while the candidates were prepared: the job goes on unmodified"));
+  }
   if (ranking) {
     lock.unlock();
     absl::StatusOr<Choice> choice = Rank(*ranking, *submit_client_, token);

@@ -590,6 +590,38 @@ TEST_F(ControllerTest, BadOptionsNameTheOption) {
 // The hook's socket: requests in lines, answered on a thread each; the one
 // client (hook_client.h) keeps its deadline against a server that never
 // answers.
+// The hook's deadline passes while the controller prepares the candidates
+// (the clock jumps past it after the two checks before the preparation): the
+// answer is DeadlineExceeded at once, without routing or asking phasord (no
+// request is dumped), and no pin is kept.
+TEST_F(ControllerTest, ADeadlinePassedWhileTheCandidatesArePreparedAsksNoRanking) {
+  int clock_calls = -1;  // < 0: not counting
+  SlurmControllerOptions o = Options();
+  o.clock = [this, &clock_calls] {
+    if (clock_calls < 0) return now_us_;
+    return ++clock_calls <= 2 ? now_us_ : now_us_ + 100'000;
+  };
+  auto c = Make(std::move(o));
+  ASSERT_TRUE(c->Poll().ok());
+  SubmitQuery q = Query("phasor profile=heavy.json", {{"min_nodes", "2"}, {"max_nodes", "2"}});
+  q.deadline_us = now_us_ + 50'000;
+  clock_calls = 0;
+  absl::StatusOr<SubmitAnswer> a = c->Submit(q);
+  clock_calls = -1;
+  EXPECT_EQ(a.status(), absl::DeadlineExceededError("the hook's deadline passed while the candidates were "
+                                                    "prepared: the job goes on unmodified"));
+  c->Flush();
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_NE(entry.path().filename().string().rfind("submit-", 0), 0u) << entry.path();
+  }
+  EXPECT_TRUE(c->Pins().empty());
+  // With time left, the same submission is ranked and pinned.
+  q.deadline_us = 0;
+  a = c->Submit(q);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(a->nodes, SizeIs(2));
+}
+
 TEST_F(ControllerTest, HookSocketAnswersAndTheClientKeepsItsDeadline) {
   auto c = Make();
   ASSERT_TRUE(c->Poll().ok());
