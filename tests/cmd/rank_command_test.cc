@@ -101,8 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
                  R"({"links": [], "jobs": [], "candidates": [], "options": {"quantum_us": 1, "max_bins": 4294967296}})",
                  "options.max_bins: 4294967296 exceeds the limit max_job_bins (1048576) (raise it with"},
         BadInput{"ShareOutside",
-                 R"({"links": [{"id": "l", "capacity_gbps": 1}], "jobs": [], "candidates": [{"id": "c", "links": {"a": {"l": 2}}}]})",
-                 "candidates[0].links.a.l"}),
+                 R"({"links": [{"id": "l", "capacity_gbps": 1}], "jobs": [], "candidates": [{"id": "c", "links": {"a": {"l": -2}}}]})",
+                 "candidates[0].links.a.l: share must be in 0..65536, got -2"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(RankCommandTest, LimitFlagsRaiseAndLowerTheLimits) {

@@ -396,6 +396,10 @@ wait_for 200 ended "$F" || fail "F did not run with phasord stopped"
 check "F's mark on its host (its commit failed)" "unmarked" "$(cat "$T/out/f.mark")"
 check "F's PHASOR_ variables" "" "$(cat "$T/out/f.env")"
 wait_for 150 cluster_all_idle || fail "the cluster did not become idle"
+# The controller must see the idle cluster too before E (else E gets a token
+# without a pin: "N free nodes it may use"), and with phasord stopped each
+# poll takes GetSnapshot's timeout (1 s) and the replans' (0.3 s each).
+sleep 3
 
 E=$(ctl sbatch --parsable -N2 --comment "phasor" --wrap true) || fail "sbatch E with phasord stopped"
 check "E's comment" "phasor" "$(job "$E" comment)"
