@@ -401,11 +401,16 @@ wait_for 150 cluster_all_idle || fail "the cluster did not become idle"
 # poll takes GetSnapshot's timeout (1 s) and the replans' (0.3 s each).
 sleep 3
 
+# The reason is phasord's silence ("controller: phasord: ... no reply") or,
+# when E's submission meets a poll that waits out phasord's snapshot timeout,
+# the hook's own bound ("controller: no answer in time"): either way one line.
+unmodified_before=$(grep -c "phasor: job left unmodified: controller: " "$T/log/slurmctld.log")
 E=$(ctl sbatch --parsable -N2 --comment "phasor" --wrap true) || fail "sbatch E with phasord stopped"
 check "E's comment" "phasor" "$(job "$E" comment)"
 check "E's node list" "" "$(job "$E" required_nodes)"
-grep -q "phasor: job left unmodified: controller: phasord: " "$T/log/slurmctld.log" || fail "no reason logged for E"
-echo "ok: E went on unmodified: $(grep 'phasor: job left unmodified: controller: phasord' "$T/log/slurmctld.log" | tail -1 | sed 's/.*phasor: //')"
+[ "$(grep -c "phasor: job left unmodified: controller: " "$T/log/slurmctld.log")" -gt "$unmodified_before" ] ||
+  fail "no reason logged for E"
+echo "ok: E went on unmodified: $(grep 'phasor: job left unmodified: controller: ' "$T/log/slurmctld.log" | tail -1 | sed 's/.*phasor: //')"
 
 # Nothing of the metacharacters ran.
 check "files made by a job field" "" "$(find "$T" -name pwned; find "$T" "$WD" -maxdepth 1 -name x; ls /pwned /x 2>/dev/null)"
