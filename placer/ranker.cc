@@ -10,6 +10,8 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "placer/affinity_graph.h"
+#include "topology/lru_cache.h"
 
 namespace phasor::placer {
 namespace {
@@ -28,63 +31,10 @@ namespace {
 // them together in a bin.
 constexpr int kBaselineDraws = 4096;
 
-// Baseline scores by their inputs, shared by every ranking of the process: a
-// running job's links come back in every request ranked around it, and the
-// draws are a third of the ranker's time there. The key is two independent
-// 64-bit hashes of (seed, capacity, the jobs' patterns in circle order) and
-// the patterns' total length; at most kMaxEntries, cleared when full.
-class BaselineMemo {
- public:
-  struct Key {
-    uint64_t a = 0, b = 0, bins = 0;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.a, k.b, k.bins);
-    }
-  };
-
-  static BaselineMemo& Get() {
-    static BaselineMemo* memo = new BaselineMemo;
-    return *memo;
-  }
-
-  static Key KeyOf(uint64_t seed, double capacity_gbps, const std::vector<QuantizedProfile>& jobs) {
-    Key k;
-    k.a = absl::HashOf(seed, std::bit_cast<uint64_t>(capacity_gbps));
-    k.b = std::hash<uint64_t>{}(seed) ^ (std::hash<uint64_t>{}(std::bit_cast<uint64_t>(capacity_gbps)) << 1);
-    for (const QuantizedProfile& job : jobs) {
-      const std::string_view bytes(reinterpret_cast<const char*>(job.gbps.data()), job.gbps.size() * sizeof(double));
-      k.a = absl::HashOf(k.a, job.gbps);
-      k.b = k.b * 0x9e3779b97f4a7c15ULL + std::hash<std::string_view>{}(bytes);
-      k.bins += job.gbps.size() + 1;
-    }
-    return k;
-  }
-
-  std::optional<double> Find(const Key& k) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = scores_.find(k);
-    return it == scores_.end() ? std::nullopt : std::optional<double>(it->second);
-  }
-  void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    scores_.clear();
-  }
-  void Put(const Key& k, double score) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (scores_.size() >= kMaxEntries) scores_.clear();
-    scores_.emplace(k, score);
-  }
-
- private:
-  static constexpr size_t kMaxEntries = size_t{1} << 16;
-  std::mutex mu_;
-  absl::flat_hash_map<Key, double> scores_;
-};
-
 // One contended link solved alone. Shared between the candidates of a request
-// that put the same jobs, with the same shares, on a link of the same capacity.
+// that put jobs of the same profiles, with the same shares, on a link of the
+// same capacity, and between the requests of the process (SolveMemo): it
+// is never changed once solved but for its baseline, computed once.
 struct LinkSolve {
   UnifiedCircle circle;
   LinkSolution solution;
@@ -94,12 +44,9 @@ struct LinkSolve {
   // The expected score at independent uniformly random phases (how the link
   // fares without phasor), estimated from kBaselineDraws random bins (the
   // circle's expected excess is N times a random bin's), computed on first
-  // use: only loops need it.
+  // use: only loops need it. Safe to call from concurrent rankings.
   double BaselineScore() const {
-    if (baseline_score_) return *baseline_score_;
-    const BaselineMemo::Key key = BaselineMemo::KeyOf(seed, capacity_gbps, circle.jobs);
-    baseline_score_ = BaselineMemo::Get().Find(key);
-    if (!baseline_score_) {
+    std::call_once(baseline_once_, [this] {
       std::mt19937_64 rng(seed);
       double excess = 0;
       for (int draw = 0; draw < kBaselineDraws; ++draw) {
@@ -110,14 +57,103 @@ struct LinkSolve {
         excess += std::max(0.0, load - capacity_gbps);
       }
       baseline_score_ = 1.0 - excess / kBaselineDraws / capacity_gbps;
-      BaselineMemo::Get().Put(key, *baseline_score_);
-    }
-    return *baseline_score_;
+    });
+    return baseline_score_;
+  }
+
+  // What it holds, for SolveMemo's budget.
+  size_t Bytes() const {
+    size_t bytes = sizeof(LinkSolve) + solution.shifts.size() * sizeof(uint32_t);
+    for (const QuantizedProfile& job : circle.jobs) bytes += sizeof(QuantizedProfile) + job.gbps.size() * sizeof(double);
+    return bytes;
   }
 
  private:
-  mutable std::optional<double> baseline_score_;
+  mutable std::once_flag baseline_once_;
+  mutable double baseline_score_ = 0;
 };
+
+// Link solves by their inputs, shared by every ranking of the process: the
+// links only running jobs load come back, the same, in every request ranked
+// around them until a job starts or ends (at 10,000 servers thousands of
+// them, most of a request's solving), and phasord's closed loop ranks the
+// same placements again. A solve is a deterministic function of its key, so
+// the memo changes no result. The key (SolveKeyOf) holds the capacity, the
+// options every solve reads, and per job its profile's 128-bit digest, its
+// share and the pin the solve keeps. At most kMaxBytes of solves, the least
+// recently used forgotten first.
+class SolveMemo {
+ public:
+  static constexpr size_t kMaxBytes = size_t{128} << 20;
+
+  static SolveMemo& Get() {
+    static SolveMemo* memo = new SolveMemo;
+    return *memo;
+  }
+
+  std::shared_ptr<const LinkSolve> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return solves_.Find(key).value_or(nullptr);
+  }
+  void Put(const std::string& key, std::shared_ptr<const LinkSolve> solve) {
+    const size_t cost = solve->Bytes() + key.size();
+    std::lock_guard<std::mutex> lock(mu_);
+    solves_.Put(key, std::move(solve), cost);
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    solves_.Clear();
+  }
+
+ private:
+  std::mutex mu_;
+  topology::LruCache<std::string, std::shared_ptr<const LinkSolve>> solves_{kMaxBytes};
+};
+
+void AppendBits(std::string& out, const void* data, size_t n) { out.append(static_cast<const char*>(data), n); }
+template <typename T>
+void AppendValue(std::string& out, T v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  AppendBits(out, &v, sizeof v);
+}
+
+// What a link solve reads of the request's options, as key bytes. The
+// static_asserts fail when an options struct grows: add the new field here
+// (a solve that reads it must not be found under a key that omits it).
+std::string SolveOptionsKey(const RankOptions& o) {
+  static_assert(sizeof(CircleOptions) == 16, "a new CircleOptions field: add it to SolveOptionsKey");
+  static_assert(sizeof(ShiftSolverOptions) == 48, "a new ShiftSolverOptions field: add it to SolveOptionsKey");
+  std::string key;
+  AppendValue(key, o.circle.quantum_us);
+  AppendValue(key, o.circle.max_bins);
+  AppendValue(key, o.solver.exact_max_evaluations);
+  AppendValue(key, o.solver.pair_bounds);
+  AppendValue(key, o.solver.restarts);
+  AppendValue(key, o.solver.max_sweeps);
+  AppendValue(key, o.solver.heuristic_max_evaluations);
+  AppendValue(key, o.solver.seed);
+  AppendValue(key, o.solver.centre);
+  return key;
+}
+
+// A profile's shape as a link solve reads it (t0_epoch_us is not read), as
+// two independent 64-bit digests.
+std::pair<uint64_t, uint64_t> ProfileDigest(const TrafficProfile& p) {
+  std::string bytes;
+  AppendValue(bytes, p.period_us);
+  AppendValue(bytes, p.bin_us);
+  AppendValue(bytes, p.square.has_value());
+  if (p.square) {
+    AppendValue(bytes, p.square->up_us);
+    AppendValue(bytes, p.square->up_gbps);
+    AppendValue(bytes, p.square->start_us);
+    AppendValue(bytes, p.square->down_gbps);
+  }
+  AppendBits(bytes, p.gbps.data(), p.gbps.size() * sizeof(double));
+  uint64_t b = 0xcbf29ce484222325ULL;  // FNV-1a, independent of absl's hash
+  for (unsigned char c : bytes) b = (b ^ c) * 0x100000001b3ULL;
+  return {absl::HashOf(std::string_view(bytes)), b};
+}
 
 // A contended link as one candidate sees it.
 struct ContendedLink {
@@ -152,6 +188,8 @@ class Ranker {
       : request_(request), out_of_time_(std::move(out_of_time)), local_of_(request.jobs.size()) {
     for (size_t j = 0; j < request.jobs.size(); ++j) job_index_.emplace(request.jobs[j].id, j);
     for (size_t l = 0; l < request.links.size(); ++l) link_index_.emplace(request.links[l].id, l);
+    options_key_ = SolveOptionsKey(request.options);
+    for (const Job& job : request.jobs) profile_digest_.emplace(&job, ProfileDigest(job.profile));
     IndexRunning();
   }
 
@@ -180,9 +218,12 @@ class Ranker {
   bool stopped_ = false;
   std::unordered_map<std::string, size_t> job_index_;
   std::unordered_map<std::string, size_t> link_index_;
-  // Per-link solves shared by the candidates of the request, by capacity,
-  // (job, share) set and pins.
+  // Per-link solves of the request by their SolveMemo key (capacity,
+  // options, the jobs' profile digests, shares and pins): the memo may forget
+  // an entry mid-request, this does not.
   std::unordered_map<std::string, std::shared_ptr<const LinkSolve>> cache_;
+  std::string options_key_;
+  std::unordered_map<const Job*, std::pair<uint64_t, uint64_t>> profile_digest_;
   // The running part, common to every candidate.
   absl::Status running_error_;       // its first unknown job or link (every candidate's reason)
   std::string running_error_job_;    // the job that error names
@@ -244,12 +285,22 @@ absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveAlone(
   for (const Job* job : jobs) pinned += job->pinned_shift_us.has_value();
   const bool use_pins = pinned >= 2;
 
-  std::string key = absl::StrCat(std::bit_cast<uint64_t>(link.capacity_gbps));
+  std::string key = options_key_;
+  AppendValue(key, link.capacity_gbps);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    absl::StrAppend(&key, "|", jobs[i]->id, ":", std::bit_cast<uint64_t>(shares[i]));
-    if (use_pins && jobs[i]->pinned_shift_us) absl::StrAppend(&key, "@", *jobs[i]->pinned_shift_us);
+    const auto [a, b] = profile_digest_.at(jobs[i]);
+    AppendValue(key, a);
+    AppendValue(key, b);
+    AppendValue(key, shares[i]);
+    const bool pin = use_pins && jobs[i]->pinned_shift_us.has_value();
+    AppendValue(key, pin);
+    if (pin) AppendValue(key, *jobs[i]->pinned_shift_us);
   }
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (std::shared_ptr<const LinkSolve> known = SolveMemo::Get().Find(key)) {
+    cache_.emplace(std::move(key), known);
+    return known;
+  }
 
   std::vector<LinkDemand> demands;
   std::vector<std::optional<uint32_t>> fixed_us(jobs.size());
@@ -271,6 +322,7 @@ absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveAlone(
   solve->solution = std::move(solved.solution);
   solve->capacity_gbps = link.capacity_gbps;
   solve->seed = request_.options.solver.seed;
+  SolveMemo::Get().Put(key, solve);
   cache_.emplace(std::move(key), solve);
   return solve;
 }
@@ -496,7 +548,7 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 
 }  // namespace
 
-void ClearBaselineMemo() { BaselineMemo::Get().Clear(); }
+void ClearSolveMemo() { SolveMemo::Get().Clear(); }
 
 absl::StatusOr<RingOrderMode> ParseRingOrderMode(std::string_view name, std::string_view field) {
   if (name == "host") return RingOrderMode::kHost;

@@ -215,12 +215,17 @@ absl::StatusOr<Ranking> RankWithin(const RankRequest& request, const RankLimits&
 absl::StatusOr<Ranking> RankWithinDeadline(const RankRequest& request, const RankLimits& limits,
                                            const std::function<absl::Time()>& now = absl::Now);
 
-// Rankings of a process share a memo of each joint-solved link's
-// random-phase baseline (4,096 seeded draws), keyed by the link's patterns,
-// capacity and seed: a running job's links recur in every request ranked
-// around it. At most 65,536 entries. The memo changes no result; this
-// forgets it (tests).
-void ClearBaselineMemo();
+// Rankings of a process share a memo of link solves (at most 128 MiB, the
+// least recently used forgotten first), keyed by what a solve reads: the
+// link's capacity, the options, and per job its profile's shape, share and
+// kept pin. A link's solve, and its random-phase baseline when a loop needs
+// it, is computed once and found again by every request that holds the same
+// jobs on such a link: the links only running jobs load recur in every
+// request ranked around them (at 10,000 servers, most of a request's
+// solving), and phasord's closed loop ranks the same placements again. It
+// changes no result; this forgets it (tests, and the benchmarks that measure
+// a first request).
+void ClearSolveMemo();
 
 }  // namespace phasor::placer
 

@@ -142,6 +142,17 @@ std::shared_ptr<const Router::DestTable> Router::Table(NodeIndex dst) const {
   return tables_.emplace(dst, std::move(built)).first->second;
 }
 
+std::shared_ptr<const Router::RingShares> Router::FindRing(const std::string& key) const {
+  absl::MutexLock lock(&ring_mu_);
+  return rings_.Find(key).value_or(nullptr);
+}
+
+void Router::KeepRing(const std::string& key, std::shared_ptr<const RingShares> shares) const {
+  const size_t cost = shares->size() + 1;
+  absl::MutexLock lock(&ring_mu_);
+  rings_.Put(key, std::move(shares), cost);
+}
+
 absl::StatusOr<NodeIndex> Router::ResolveServer(std::string_view id) const {
   std::optional<NodeIndex> n = topology_.FindNode(id);
   if (!n)

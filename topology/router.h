@@ -25,6 +25,7 @@
 #define PHASOR_TOPOLOGY_ROUTER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "topology/lru_cache.h"
 #include "topology/topology.h"
 
 namespace phasor::topology {
@@ -107,6 +109,17 @@ class Router {
   // servers); same errors as FlowLinkShares. 0 when src == dst.
   absl::StatusOr<uint32_t> Distance(std::string_view src, std::string_view dst) const;
 
+  // Whole rings' link shares (link id -> share) as topology/traffic.h's
+  // JobLinkShares computes them, by a key of the job and its servers in rank
+  // order, kept for the router's life: a cluster's running jobs are routed
+  // again in every request ranked around them. Bounded by kRingMemoLinks
+  // link entries over all rings, the least recently used ring forgotten
+  // first (about 40 MiB at most). Only JobLinkShares uses these.
+  using RingShares = std::map<std::string, double>;
+  static constexpr size_t kRingMemoLinks = size_t{1} << 19;
+  std::shared_ptr<const RingShares> FindRing(const std::string& key) const;
+  void KeepRing(const std::string& key, std::shared_ptr<const RingShares> shares) const;
+
  private:
   struct DestTable;  // per-destination distances and path counts
   struct Graph;      // the Boost.Graph view of the topology
@@ -122,6 +135,9 @@ class Router {
   mutable absl::Mutex mu_;
   mutable absl::flat_hash_map<NodeIndex, std::shared_ptr<const DestTable>> tables_
       ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex ring_mu_;
+  mutable LruCache<std::string, std::shared_ptr<const RingShares>> rings_ ABSL_GUARDED_BY(ring_mu_){
+      kRingMemoLinks};
 };
 
 }  // namespace phasor::topology

@@ -1,5 +1,6 @@
 #include "topology/traffic.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -40,15 +41,21 @@ absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_
 
 absl::StatusOr<LinkShareMap> JobLinkShares(const Router& router, std::string_view job,
                                            const std::vector<std::string>& servers) {
+  // The key: the job (kFlowHash hashes it into each hop's flow key) and the
+  // servers, each length-prefixed so no two inputs share a key.
+  std::string key = absl::StrCat(job.size(), ":", AsAbsl(job));
+  for (const std::string& s : servers) absl::StrAppend(&key, "|", s.size(), ":", s);
+  if (std::shared_ptr<const LinkShareMap> known = router.FindRing(key)) return *known;
   absl::StatusOr<std::vector<RingHop>> hops = RingHops(router, job, servers);
   if (!hops.ok()) return hops.status();
   absl::flat_hash_map<LinkIndex, double> by_index;
   for (const RingHop& hop : *hops) {
     for (const LinkShare& ls : hop.links) by_index[ls.link] += ls.share;
   }
-  LinkShareMap out;
-  for (const auto& [link, share] : by_index) out.emplace(router.topology().link(link).id, share);
-  return out;
+  auto out = std::make_shared<LinkShareMap>();
+  for (const auto& [link, share] : by_index) out->emplace(router.topology().link(link).id, share);
+  router.KeepRing(key, out);
+  return *out;
 }
 
 absl::StatusOr<PlacementLinkShares> PlacementShares(const Router& router,

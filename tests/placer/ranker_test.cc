@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -220,7 +221,7 @@ TEST(RankTest, LoopsDoAtLeastAsWellAsEverySpanningTreeAssignment) {
   EXPECT_GT(improved, 0) << "the joint descent never improved on a spanning tree";
 }
 
-TEST(RankTest, TheSharedBaselineMemoChangesNoRanking) {
+TEST(RankTest, TheSharedSolveMemoChangesNoRanking) {
   // Triangles whose links differ only in capacity: a memo that mixed their
   // baselines up would weigh the loop's links otherwise.
   std::mt19937_64 rng(11);
@@ -231,9 +232,9 @@ TEST(RankTest, TheSharedBaselineMemoChangesNoRanking) {
     for (int j = 0; j < 3; ++j) profiles.push_back(RandomProfile(rng, kPeriods[rng() % 4]));
     const RankRequest narrow = Request(profiles, shape, 30);
     const RankRequest wide = Request(profiles, shape, 45);
-    ClearBaselineMemo();
+    ClearSolveMemo();
     const RankedCandidate narrow_alone = Rank(narrow).ranked.at(0);
-    ClearBaselineMemo();
+    ClearSolveMemo();
     const RankedCandidate wide_alone = Rank(wide).ranked.at(0);
     for (int round = 0; round < 2; ++round) {  // the memo warm with both
       const RankedCandidate n = Rank(narrow).ranked.at(0);
@@ -243,6 +244,56 @@ TEST(RankTest, TheSharedBaselineMemoChangesNoRanking) {
       EXPECT_EQ(Shifts(w), Shifts(wide_alone)) << "trial " << trial;
       EXPECT_EQ(w.score, wide_alone.score) << "trial " << trial;
     }
+  }
+}
+
+TEST(RankTest, TheSolveMemoKeysOnEverythingASolveReads) {
+  // Variants of one 3-job link that differ in one thing a solve reads each.
+  // Ranked with the memo warm from all the others, each must answer as it
+  // does alone; a key that left the thing out would hand it another's solve.
+  std::mt19937_64 rng(5);
+  std::vector<TrafficProfile> profiles;
+  for (uint32_t bins : {12u, 20u, 30u}) profiles.push_back(RandomProfile(rng, bins));
+  const RankRequest base = Request(profiles, {{0, 1, 2}}, 40);
+  std::vector<RankRequest> variants(7, base);
+  variants[1].options.circle.quantum_us = 2 * kQ;
+  variants[2].options.solver.centre = false;
+  variants[3].candidates[0].links["j1"]["l0"] = 0.5;
+  variants[4].jobs[2].profile.gbps[3] += 1.0;
+  variants[5].jobs[0].pinned_shift_us = 2 * kQ;
+  variants[5].jobs[1].pinned_shift_us = 7 * kQ;
+  variants[6].links[0].capacity_gbps = 55;
+  std::vector<RankedCandidate> alone;
+  for (const RankRequest& r : variants) {
+    ClearSolveMemo();
+    alone.push_back(Rank(r).ranked.at(0));
+  }
+  // The variants must really differ, or the test could not fail.
+  std::set<std::pair<std::map<std::string, uint32_t>, double>> answers;
+  for (const RankedCandidate& c : alone) answers.emplace(Shifts(c), c.score);
+  EXPECT_GE(answers.size(), 5u);
+  ClearSolveMemo();
+  for (int round = 0; round < 2; ++round) {
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const RankedCandidate c = Rank(variants[v]).ranked.at(0);
+      EXPECT_EQ(Shifts(c), Shifts(alone[v])) << "variant " << v;
+      EXPECT_EQ(c.score, alone[v].score) << "variant " << v;
+      EXPECT_EQ(c.links.at(0).optimal_score, alone[v].links.at(0).optimal_score) << "variant " << v;
+    }
+  }
+  // The same profiles under other names are the same solve: found, and
+  // answered as the first request (shifts by position).
+  RankRequest renamed = base;
+  Candidate& c = renamed.candidates[0];
+  c.links.clear();
+  for (size_t j = 0; j < 3; ++j) {
+    renamed.jobs[j].id = absl::StrCat("other", j);
+    c.links[renamed.jobs[j].id]["l0"] = 1.0;
+  }
+  const RankedCandidate r = Rank(renamed).ranked.at(0);
+  EXPECT_EQ(r.score, alone[0].score);
+  for (size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(Shifts(r).at(absl::StrCat("other", j)), Shifts(alone[0]).at(absl::StrCat("j", j)));
   }
 }
 

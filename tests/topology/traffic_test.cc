@@ -1,5 +1,8 @@
 #include "topology/traffic.h"
 
+#include <algorithm>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,6 +115,44 @@ TEST(TrafficTest, FlowHashModePutsEachHopOnOnePath) {
   EXPECT_EQ(shares->size(), 8u);  // 4 links each way
   for (const auto& [link, share] : *shares) EXPECT_EQ(share, 1.0) << link;
   EXPECT_EQ(*shares, *JobLinkShares(router, "a", {"s1", "s3"}));
+}
+
+TEST(TrafficTest, TheRoutersMemoOfRingsAnswersAsAFreshRouter) {
+  // A router keeps the rings it routed; with per-flow hashing the job's name
+  // picks the paths, and the order of the servers makes the hops. Every
+  // ring asked again, among others, is answered as a router that never saw
+  // one answers it.
+  LeafSpineOptions o;
+  o.leaves = 4;
+  o.spines = 4;
+  o.servers_per_leaf = 4;
+  const Topology t = *MakeLeafSpine(o);
+  RouterOptions options;
+  options.ecmp = EcmpMode::kFlowHash;
+  Router warm(t, options);
+  std::mt19937_64 rng(3);
+  std::vector<std::pair<std::string, std::vector<std::string>>> rings;
+  for (int i = 0; i < 40; ++i) {
+    std::vector<std::string> servers;
+    for (int s = 1; s <= 16; ++s) servers.push_back("s" + std::to_string(s));
+    std::shuffle(servers.begin(), servers.end(), rng);
+    servers.resize(2 + rng() % 6);
+    rings.emplace_back("job" + std::to_string(rng() % 5), servers);
+  }
+  std::set<LinkShareMap> distinct;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [job, servers] : rings) {
+      Router fresh(t, options);
+      const absl::StatusOr<LinkShareMap> expected = JobLinkShares(fresh, job, servers);
+      const absl::StatusOr<LinkShareMap> got = JobLinkShares(warm, job, servers);
+      ASSERT_TRUE(expected.ok() && got.ok());
+      EXPECT_EQ(*got, *expected) << job;
+      distinct.insert(*got);
+    }
+  }
+  EXPECT_GT(distinct.size(), 30u);  // the rings differ: a memo that mixed them up would show
+  // The same servers under another job's name hash onto other paths.
+  EXPECT_NE(*JobLinkShares(warm, "x", {"s1", "s5", "s9", "s13"}), *JobLinkShares(warm, "y", {"s1", "s5", "s9", "s13"}));
 }
 
 TEST(TrafficTest, PlacementSharesAndLinkLoads) {

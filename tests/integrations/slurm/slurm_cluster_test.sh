@@ -360,7 +360,7 @@ echo "ok: the placements left phasord when the jobs ended"
 for h in n01 n02 n03 n04 n05 n06 n07 n08; do
   check "no mark left on $h" "" "$(on "$h" ls /run/phasor/jobs 2>/dev/null)"
 done
-wait_for 150 cluster_all_idle || fail "the cluster did not become idle"
+wait_for 150 cluster_all_idle || fail "the cluster did not become idle: $(ctl sinfo -h -N -o '%N %t %E' | paste -sd';' -)"
 
 # --- 3. A submission the hook gave up on (the controller stopped) goes on
 # unmodified within the hook's bound and leaves no proposal.
@@ -395,7 +395,7 @@ touch "$T/release.g1" "$T/release.g2"
 wait_for 200 ended "$F" || fail "F did not run with phasord stopped"
 check "F's mark on its host (its commit failed)" "unmarked" "$(cat "$T/out/f.mark")"
 check "F's PHASOR_ variables" "" "$(cat "$T/out/f.env")"
-wait_for 150 cluster_all_idle || fail "the cluster did not become idle"
+wait_for 150 cluster_all_idle || fail "the cluster did not become idle: $(ctl sinfo -h -N -o '%N %t %E' | paste -sd';' -)"
 # The controller must see the idle cluster too before E (else E gets a token
 # without a pin: "N free nodes it may use"), and with phasord stopped each
 # poll takes GetSnapshot's timeout (1 s) and the replans' (0.3 s each).
