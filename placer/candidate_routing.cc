@@ -64,6 +64,7 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
 
   std::vector<Candidate> kept;
   kept.reserve(request.candidates.size());
+  bool running_links_defined = false;
   for (Candidate& candidate : request.candidates) {
     if (candidate.servers.empty() && !route_running) {
       kept.push_back(std::move(candidate));
@@ -103,13 +104,16 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
         }
       }
     };
-    auto theirs = running_routed.shares.begin();
+    // The running jobs' links are all defined once the first candidate kept
+    // named them: later candidates add only their own.
+    auto theirs = running_links_defined ? running_routed.shares.end() : running_routed.shares.begin();
     for (auto& [job, links] : own.shares) {
       for (; theirs != running_routed.shares.end() && theirs->first < job; ++theirs) add_links(theirs->second);
       add_links(links);
       candidate.links[job] = std::move(links);
     }
     for (; theirs != running_routed.shares.end(); ++theirs) add_links(theirs->second);
+    running_links_defined = true;
     for (auto& [job, list] : candidate.servers) {
       if (!pinned.contains(job)) candidate.rank_order[job] = std::move(list);
     }

@@ -5,8 +5,10 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "placer/traffic_profile.h"
 #include "topology/traffic.h"
@@ -16,6 +18,7 @@ namespace {
 
 struct Leaf {
   std::vector<std::string> free;  // in the fabric's order
+  std::vector<size_t> position;   // each free server's index in the fabric's order
 };
 
 // The leaves with free servers, in the fabric's order of their first server.
@@ -23,11 +26,13 @@ std::vector<Leaf> FreeByLeaf(const std::vector<RackedServer>& servers,
                              const std::set<std::string>& free_servers) {
   std::vector<Leaf> leaves;
   std::map<std::string, size_t> slot;
-  for (const RackedServer& server : servers) {
+  for (size_t i = 0; i < servers.size(); ++i) {
+    const RackedServer& server = servers[i];
     if (server.rack.empty() || !free_servers.contains(server.id)) continue;
     auto [it, added] = slot.try_emplace(server.rack, leaves.size());
     if (added) leaves.push_back({});
     leaves[it->second].free.push_back(server.id);
+    leaves[it->second].position.push_back(i);
   }
   return leaves;
 }
@@ -59,15 +64,25 @@ absl::StatusOr<std::vector<ServerSet>> LeafCandidates(const std::vector<RackedSe
   }
   std::vector<ServerSet> out;
   std::set<std::vector<std::string>> seen;
-  absl::flat_hash_map<std::string, size_t> position;
-  for (size_t i = 0; i < servers.size(); ++i) position.emplace(servers[i].id, i);
+  // A set's servers with their positions in the fabric's order (the first
+  // of a server's entries: ids are unique among the fabric's servers).
+  struct Taken {
+    std::vector<std::pair<size_t, std::string>> servers;
+    uint32_t racks = 0;
+  };
+  auto take = [&](Taken& set, const Leaf& leaf, size_t n) {
+    for (size_t k = 0; k < n; ++k) set.servers.emplace_back(leaf.position[k], leaf.free[k]);
+  };
   // Servers in the fabric's order (Slurm numbers a job's nodes in that order).
-  auto add = [&](ServerSet set) {
+  auto add = [&](Taken set) {
     if (out.size() >= max_candidates) return;
-    std::sort(
-        set.servers.begin(), set.servers.end(),
-        [&](const std::string& a, const std::string& b) { return position[a] < position[b]; });
-    if (seen.insert(set.servers).second) out.push_back(std::move(set));
+    std::stable_sort(set.servers.begin(), set.servers.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    ServerSet sorted;
+    sorted.racks = set.racks;
+    sorted.servers.reserve(set.servers.size());
+    for (auto& [position, id] : set.servers) sorted.servers.push_back(std::move(id));
+    if (seen.insert(sorted.servers).second) out.push_back(std::move(sorted));
   };
 
   // 1. Single leaves, best fit first (stable: the fabric's order breaks ties).
@@ -78,7 +93,12 @@ absl::StatusOr<std::vector<ServerSet>> LeafCandidates(const std::vector<RackedSe
   std::stable_sort(by_fit.begin(), by_fit.end(), [&](size_t a, size_t b) {
     return leaves[a].free.size() < leaves[b].free.size();
   });
-  for (size_t i : by_fit) add({{leaves[i].free.begin(), leaves[i].free.begin() + count}, 1});
+  for (size_t i : by_fit) {
+    Taken set;
+    set.racks = 1;
+    take(set, leaves[i], count);
+    add(std::move(set));
+  }
 
   // 2. Spanning sets: the first leaf in turn, then the fullest leaves.
   std::vector<size_t> fullest(leaves.size());
@@ -86,24 +106,23 @@ absl::StatusOr<std::vector<ServerSet>> LeafCandidates(const std::vector<RackedSe
   std::stable_sort(fullest.begin(), fullest.end(), [&](size_t a, size_t b) {
     return leaves[a].free.size() > leaves[b].free.size();
   });
-  std::vector<ServerSet> spanning;
+  std::vector<Taken> spanning;
   for (size_t first : fullest) {
-    ServerSet set;
+    Taken set;
     std::vector<size_t> order = {first};
     for (size_t i : fullest) {
       if (i != first) order.push_back(i);
     }
     for (size_t i : order) {
       if (set.servers.size() == count) break;
-      const size_t take = std::min<size_t>(count - set.servers.size(), leaves[i].free.size());
-      set.servers.insert(set.servers.end(), leaves[i].free.begin(), leaves[i].free.begin() + take);
+      take(set, leaves[i], std::min<size_t>(count - set.servers.size(), leaves[i].free.size()));
       ++set.racks;
     }
     if (set.racks > 1) spanning.push_back(std::move(set));
   }
   std::stable_sort(spanning.begin(), spanning.end(),
-                   [](const ServerSet& a, const ServerSet& b) { return a.racks < b.racks; });
-  for (ServerSet& s : spanning) add(std::move(s));
+                   [](const Taken& a, const Taken& b) { return a.racks < b.racks; });
+  for (Taken& s : spanning) add(std::move(s));
   return out;
 }
 
@@ -224,7 +243,7 @@ std::vector<Candidate> OwnCandidates(const topology::Topology& fabric, const Can
                                      const OwnCandidateOptions& options) {
   if (options.count == 0 || host_first.servers.empty() || !host_first.links.empty()) return {};
   // The free servers by rack, racks in the fabric's order.
-  const std::set<std::string> free(free_servers.begin(), free_servers.end());
+  const absl::flat_hash_set<std::string_view> free(free_servers.begin(), free_servers.end());
   std::vector<Rack> base;
   std::map<topology::NodeIndex, size_t> rack_of_leaf;
   for (topology::NodeIndex s : fabric.Servers()) {
@@ -257,23 +276,28 @@ std::vector<Candidate> OwnCandidates(const topology::Topology& fabric, const Can
   std::vector<Candidate> out;
   std::set<std::map<std::string, std::vector<std::string>>> seen = {as_set(host_first.servers)};
   for (size_t k = 0; out.size() < options.count && k < options.count + 4; ++k) {
-    std::vector<Rack> racks = base;
+    // The racks as the jobs placed so far leave them: `base` until a job
+    // takes servers that a later job must not get.
+    std::optional<std::vector<Rack>> left;
     Candidate c;
     bool placed = true;
-    for (const auto& [job, entries] : host_first.servers) {
+    for (auto it = host_first.servers.begin(); it != host_first.servers.end(); ++it) {
+      const auto& [job, entries] = *it;
+      const std::vector<Rack>& racks = left ? *left : base;
       const std::vector<size_t> shape = ShapeOf(entries);
       // Only the first job takes the k-th choice; the rest take the first.
       const std::vector<std::string> servers =
-          Choose(racks, shape.size(), job == host_first.servers.begin()->first ? k : 0,
-                 options.max_partial_racks);
+          Choose(racks, shape.size(), it == host_first.servers.begin() ? k : 0, options.max_partial_racks);
       if (servers.empty()) {
         placed = false;
         break;
       }
       std::vector<std::string>& list = c.servers[job];
       for (size_t i = 0; i < servers.size(); ++i) list.insert(list.end(), shape[i], servers[i]);
+      if (std::next(it) == host_first.servers.end()) break;
+      if (!left) left = base;
       const std::set<std::string> taken(servers.begin(), servers.end());
-      for (Rack& rack : racks)
+      for (Rack& rack : *left)
         std::erase_if(rack.free, [&](const std::string& s) { return taken.contains(s); });
     }
     if (!placed) continue;

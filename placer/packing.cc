@@ -1,5 +1,7 @@
 #include "placer/packing.h"
 
+#include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,17 +30,41 @@ absl::StatusOr<PackingView> PackingViewOf(const topology::Topology& fabric,
 }
 
 WholeFree WholeFreeAfter(const PackingView& view, const std::map<std::string, std::vector<std::string>>& placement) {
-  std::set<std::string> used;
-  for (const auto& [job, servers] : placement) used.insert(servers.begin(), servers.end());
-  WholeFree whole;
-  std::map<std::string, bool> rack_whole;
+  return PackingCounts(view).After(placement);
+}
+
+PackingCounts::PackingCounts(const PackingView& view) : view_(&view) {
   for (const auto& [server, rack] : view.rack_of) {
-    const bool free = view.free.contains(server) && !used.contains(server);
-    whole.servers += free;
-    auto [it, inserted] = rack_whole.emplace(rack, free);
-    if (!inserted) it->second = it->second && free;
+    RackCount& count = racks_[rack];
+    ++count.servers;
+    if (view.free.contains(server)) ++count.free;
   }
-  for (const auto& [rack, rack_free] : rack_whole) whole.racks += rack_free;
+  for (const auto& [rack, count] : racks_) {
+    before_.servers += count.free;
+    before_.racks += count.free == count.servers;
+  }
+}
+
+WholeFree PackingCounts::After(const std::map<std::string, std::vector<std::string>>& placement) const {
+  // The whole free servers the placement takes (each once), by rack.
+  std::set<std::string> taken;
+  for (const auto& [job, servers] : placement) {
+    for (const std::string& s : servers) {
+      if (view_->free.contains(s)) taken.insert(s);
+    }
+  }
+  WholeFree whole = before_;
+  std::map<std::string, size_t> taken_of_rack;
+  for (const std::string& s : taken) {
+    auto rack = view_->rack_of.find(s);
+    if (rack == view_->rack_of.end()) continue;  // not a server of the view: ignored
+    --whole.servers;
+    ++taken_of_rack[rack->second];
+  }
+  for (const auto& [rack, n] : taken_of_rack) {
+    const RackCount& count = racks_.at(rack);
+    if (count.free == count.servers) --whole.racks;  // it was whole, and is no longer
+  }
   return whole;
 }
 
@@ -48,14 +74,19 @@ bool LeavesLessPacked(const WholeFree& candidate, const WholeFree& host_first) {
 
 size_t KeepPacking(const PackingView& view, RankRequest& request, std::vector<RejectedCandidate>& rejected) {
   if (request.candidates.size() < 2 || request.candidates.front().servers.empty()) return 0;
-  const WholeFree first = WholeFreeAfter(view, request.candidates.front().servers);
+  return KeepPacking(PackingCounts(view), request, rejected);
+}
+
+size_t KeepPacking(const PackingCounts& counts, RankRequest& request, std::vector<RejectedCandidate>& rejected) {
+  if (request.candidates.size() < 2 || request.candidates.front().servers.empty()) return 0;
+  const WholeFree first = counts.After(request.candidates.front().servers);
   std::vector<Candidate> kept;
   kept.reserve(request.candidates.size());
   size_t moved = 0;
   for (size_t i = 0; i < request.candidates.size(); ++i) {
     Candidate& c = request.candidates[i];
     if (i > 0 && !c.servers.empty()) {
-      const WholeFree left = WholeFreeAfter(view, c.servers);
+      const WholeFree left = counts.After(c.servers);
       if (LeavesLessPacked(left, first)) {
         rejected.push_back({c.id, absl::StrCat("packing: leaves ", left.servers, " whole free servers and ",
                                                left.racks, " whole free racks; the host's first leaves ",

@@ -525,10 +525,11 @@ class Replayer {
         view.rack_of[v.id] = v.rack;
         if (v.free_gpus == v.gpus) view.free.insert(v.id);
       }
-      const placer::WholeFree host_free = placer::WholeFreeAfter(view, candidates->front().servers);
+      const placer::PackingCounts counts(view);
+      const placer::WholeFree host_free = counts.After(candidates->front().servers);
       const size_t before = candidates->size();
       std::erase_if(*candidates, [&, first = &candidates->front()](const CandidateAllocation& c) {
-        return &c != first && placer::LeavesLessPacked(placer::WholeFreeAfter(view, c.servers), host_free);
+        return &c != first && placer::LeavesLessPacked(counts.After(c.servers), host_free);
       });
       report_.packing_dropped += before - candidates->size();
     }

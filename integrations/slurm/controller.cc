@@ -267,10 +267,10 @@ void SlurmController::Save() {
   write_cv_.notify_one();
 }
 
-void SlurmController::QueueDump(const std::string& name, placer::RankRequest request) const {
+void SlurmController::QueueDump(const std::string& name, const placer::RankRequest& request) const {
   if (options_.dump_dir.empty()) return;
   std::lock_guard<std::mutex> lock(write_mu_);
-  if (dumps_.size() < 256) dumps_.emplace_back(options_.dump_dir + "/" + name + ".json", std::move(request));
+  if (dumps_.size() < 256) dumps_.emplace_back(options_.dump_dir + "/" + name + ".json", request);
   write_cv_.notify_one();
 }
 
@@ -413,16 +413,22 @@ absl::StatusOr<SlurmController::Ranking> SlurmController::PrepareRanking(const s
   // Slurm's own first choice (topology/tree's best fit) keeps its packing:
   // no candidate that leaves fewer idle nodes or idle leaves goes to phasord.
   if (options_.keep_packing) {
-    // Idle nodes the fabric does not know hold no candidate: left out, as
-    // LeafCandidates leaves them.
-    std::vector<std::string> known;
-    for (const std::string& n : free) {
-      if (std::optional<topology::NodeIndex> i = fabric_->FindNode(n); i && fabric_->IsServer(*i)) known.push_back(n);
+    if (!packing_ || packing_->idle != free) {
+      // Idle nodes the fabric does not know hold no candidate: left out, as
+      // LeafCandidates leaves them.
+      std::vector<std::string> known;
+      for (const std::string& n : free) {
+        if (std::optional<topology::NodeIndex> i = fabric_->FindNode(n); i && fabric_->IsServer(*i)) known.push_back(n);
+      }
+      absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, known);
+      if (!view.ok()) return absl::InternalError(view.status().message());
+      packing_ = std::make_unique<Packing>();
+      packing_->idle = free;
+      packing_->view = *std::move(view);
+      packing_->counts = std::make_unique<placer::PackingCounts>(packing_->view);
     }
-    absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, known);
-    if (!view.ok()) return absl::InternalError(view.status().message());
     std::vector<placer::RejectedCandidate> unpacked;
-    placer::KeepPacking(*view, r.request, unpacked);
+    placer::KeepPacking(*packing_->counts, r.request, unpacked);
     for (const placer::RejectedCandidate& u : unpacked) {
       spdlog::debug("phasor slurm: candidate {} not ranked: {}", u.candidate, u.reason);
     }

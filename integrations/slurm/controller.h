@@ -59,6 +59,7 @@
 #include "integrations/slurm/job_spec.h"
 #include "integrations/slurm/slurm_commands.h"
 #include "integrations/slurm/slurm_state.h"
+#include "placer/packing.h"
 #include "placer/ranker.h"
 #include "topology/router.h"
 #include "topology/slurm_import.h"
@@ -248,7 +249,7 @@ class SlurmController {
   std::string StateJsonLocked() const;
   static absl::Status WriteAtomically(const std::string& path, const std::string& text);
   // Queues `request` for dump_dir/<name>.json (written by the writer thread).
-  void QueueDump(const std::string& name, placer::RankRequest request) const;
+  void QueueDump(const std::string& name, const placer::RankRequest& request) const;
   void WriteOnce();
   void WriterLoop();
   absl::Status Load();
@@ -299,6 +300,15 @@ class SlurmController {
   SlurmControllerOptions options_;
   std::unique_ptr<topology::Topology> fabric_;
   std::unique_ptr<topology::Router> router_;
+  // The packing rule's view of the idle nodes the fabric knows, kept while
+  // they stay the same (under mu_): building it walks every node of the
+  // fabric, tens of ms a submit at 10,000 nodes.
+  struct Packing {
+    std::set<std::string> idle;  // the idle nodes it was built from
+    placer::PackingView view;
+    std::unique_ptr<placer::PackingCounts> counts;  // of `view`
+  };
+  std::unique_ptr<Packing> packing_;
   std::optional<ProfileResolver> resolver_;
   std::unique_ptr<client::Client> submit_client_;  // submit_timeout_ms; Submit only (one at a time: submit_mu_)
   std::unique_ptr<client::Client> replan_client_;  // replan_timeout_ms; under replan_mu_

@@ -1,8 +1,12 @@
 #include "placer/packing.h"
 
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "topology/generators.h"
@@ -73,6 +77,55 @@ TEST(PackingTest, WholeFreeAfterCountsServersAndRacksLeftWhole) {
   EXPECT_TRUE(LeavesLessPacked({.servers = 3, .racks = 2}, {.servers = 4, .racks = 1}));
   EXPECT_TRUE(LeavesLessPacked({.servers = 4, .racks = 0}, {.servers = 4, .racks = 1}));
   EXPECT_FALSE(LeavesLessPacked({.servers = 4, .racks = 1}, {.servers = 4, .racks = 1}));
+}
+
+TEST(PackingTest, CountsTakenOnceAnswerAsAWalkOfTheCluster) {
+  // Racks of 1-6 servers (one server without a rack), random free sets and
+  // placements (jobs sharing servers, servers the view does not know, busy
+  // ones): each placement's counts from PackingCounts are those of walking
+  // every server, as the rule defines them.
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    PackingView view;
+    std::vector<std::string> servers;
+    for (int r = 0; r < 5; ++r) {
+      const int size = 1 + static_cast<int>(rng() % 6);
+      for (int k = 0; k < size; ++k) {
+        const std::string id = absl::StrCat("r", r, "s", k);
+        servers.push_back(id);
+        view.rack_of[id] = absl::StrCat("rack", r);
+      }
+    }
+    servers.push_back("loose");
+    view.rack_of["loose"] = "";
+    for (const std::string& s : servers) {
+      if (rng() % 3 != 0) view.free.insert(s);
+    }
+    const PackingCounts counts(view);
+    for (int p = 0; p < 10; ++p) {
+      std::map<std::string, std::vector<std::string>> placement;
+      for (int j = 0; j < 2; ++j) {
+        for (int k = static_cast<int>(rng() % 5); k > 0; --k) {
+          placement[absl::StrCat("j", j)].push_back(rng() % 8 == 0 ? "unknown" : servers[rng() % servers.size()]);
+        }
+      }
+      std::set<std::string> used;
+      for (const auto& [job, list] : placement) used.insert(list.begin(), list.end());
+      WholeFree walked;
+      std::map<std::string, bool> rack_whole;
+      for (const auto& [server, rack] : view.rack_of) {
+        const bool free = view.free.contains(server) && !used.contains(server);
+        walked.servers += free;
+        auto [it, fresh] = rack_whole.emplace(rack, free);
+        if (!fresh) it->second = it->second && free;
+      }
+      for (const auto& [rack, whole] : rack_whole) walked.racks += whole;
+      const WholeFree got = counts.After(placement);
+      EXPECT_EQ(got.servers, walked.servers) << "trial " << trial;
+      EXPECT_EQ(got.racks, walked.racks) << "trial " << trial;
+      EXPECT_EQ(WholeFreeAfter(view, placement).racks, walked.racks);
+    }
+  }
 }
 
 TEST(PackingTest, KeepPackingSetsAsideWhatBreaksMoreThanTheHostsFirst) {

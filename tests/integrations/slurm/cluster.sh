@@ -219,8 +219,13 @@ CONF
 
 cluster_host_up() { [ "$(on "$1" hostname 2>/dev/null)" = "$1" ]; }
 
+# Every node free and no job in the queue. A node the backfill scheduler
+# planned for a job that has since run and ended shows 'plnd' until its next
+# cycle (bf_interval, 30 s by default): free all the same.
 cluster_all_idle() {
-  [ "$(on ctl sinfo -h -N -o '%t' | grep -c '^idle$')" = 8 ]
+  local queue
+  queue=$(on ctl squeue -h 2>/dev/null) && [ -z "$queue" ] &&
+    [ "$(on ctl sinfo -h -N -o '%t' | grep -c '^\(idle\|plnd\)$')" = 8 ]
 }
 
 cluster_stop() {
