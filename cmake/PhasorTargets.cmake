@@ -78,12 +78,22 @@ function(phasor_test name)
                        WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endfunction()
 
-# phasor_benchmark(NAME SOURCES... DEPS ...): a Google Benchmark program (not run by ctest).
+# phasor_program(TARGET): a program phasor ships (or a benchmark of one)
+# links the configured allocator (PHASOR_ALLOCATOR in CMakeLists.txt).
+function(phasor_program target)
+  if(PHASOR_ALLOCATOR_USED STREQUAL "jemalloc")
+    target_link_libraries(${target} PRIVATE PkgConfig::JEMALLOC)
+  endif()
+endfunction()
+
+# phasor_benchmark(NAME SOURCES... DEPS ...): a Google Benchmark program (not
+# run by ctest), with the programs' allocator, so that it measures what ships.
 function(phasor_benchmark name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark)
   phasor_warnings(${name})
+  phasor_program(${name})
 endfunction()
 
 # The package database a configure watches while a program is missing

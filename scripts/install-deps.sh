@@ -18,6 +18,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # placer, topology, CLI
   libboost-graph-dev libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
+  libjemalloc-dev  # the programs' allocator (PHASOR_ALLOCATOR)
   # protocol and daemon
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
   prometheus-cpp-dev
