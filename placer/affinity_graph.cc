@@ -55,26 +55,29 @@ AffinityGraph::AffinityGraph(size_t job_count, const std::vector<std::vector<siz
 std::vector<AffinityGraph::Edge> AffinityGraph::MaxWeightSpanningTree(
     const Component& component, const std::vector<double>& link_weight) const {
   // Kruskal minimises: negate the weights on a graph of the component alone.
-  using Weighted =
-      boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
-                            boost::property<boost::edge_weight_t, double>>;
-  std::map<size_t, size_t> job_vertex, link_vertex;
-  for (size_t j : component.jobs) job_vertex.emplace(j, job_vertex.size());
-  for (size_t l : component.links) link_vertex.emplace(l, job_vertex.size() + link_vertex.size());
-  Weighted g(job_vertex.size() + link_vertex.size());
-  std::map<std::pair<size_t, size_t>, Edge> edge_of;
-  for (const Edge& e : component.edges) {
-    const size_t u = job_vertex.at(e.first), v = link_vertex.at(e.second);
-    boost::add_edge(u, v, -link_weight[e.second], g);
-    edge_of[{std::min(u, v), std::max(u, v)}] = e;
+  // Each edge carries its index in component.edges, so the tree maps back
+  // without a search. Vertices: the component's jobs, then its links, each
+  // in ascending order (both lists are sorted).
+  using Weighted = boost::adjacency_list<
+      boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+      boost::property<boost::edge_weight_t, double, boost::property<boost::edge_index_t, size_t>>>;
+  const size_t jobs = component.jobs.size();
+  auto position = [](const std::vector<size_t>& sorted, size_t v) {
+    return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin());
+  };
+  Weighted g(jobs + component.links.size());
+  for (size_t i = 0; i < component.edges.size(); ++i) {
+    const Edge& e = component.edges[i];
+    boost::add_edge(position(component.jobs, e.first), jobs + position(component.links, e.second),
+                    Weighted::edge_property_type(-link_weight[e.second], i), g);
   }
   std::vector<boost::graph_traits<Weighted>::edge_descriptor> tree;
+  tree.reserve(boost::num_vertices(g));
   boost::kruskal_minimum_spanning_tree(g, std::back_inserter(tree));
+  const auto index = boost::get(boost::edge_index, g);
   std::vector<Edge> out;
-  for (const auto& e : tree) {
-    const size_t u = boost::source(e, g), v = boost::target(e, g);
-    out.push_back(edge_of.at({std::min(u, v), std::max(u, v)}));
-  }
+  out.reserve(tree.size());
+  for (const auto& e : tree) out.push_back(component.edges[boost::get(index, e)]);
   return out;
 }
 
@@ -142,24 +145,30 @@ void WalkSpanningTree(const std::vector<AffinityGraph::Edge>& tree, size_t root,
                       const std::function<int64_t(size_t link, size_t job)>& link_shift,
                       const std::function<int64_t(size_t link, size_t job)>& period,
                       std::vector<int64_t>& shifts) {
-  std::map<size_t, std::vector<size_t>> jobs_of_link, links_of_job;
+  // Adjacency in the tree's order, by job and by link index.
+  size_t job_end = root + 1, link_end = 0;
+  for (const auto& [j, l] : tree) {
+    job_end = std::max(job_end, j + 1);
+    link_end = std::max(link_end, l + 1);
+  }
+  std::vector<std::vector<size_t>> jobs_of_link(link_end), links_of_job(job_end);
   for (const auto& [j, l] : tree) {
     jobs_of_link[l].push_back(j);
     links_of_job[j].push_back(l);
   }
-  std::map<size_t, bool> job_done, link_done;
+  std::vector<char> job_done(job_end, 0), link_done(link_end, 0);
   std::vector<size_t> frontier = {root};
   shifts[root] = root_shift;
-  job_done[root] = true;
+  job_done[root] = 1;
   while (!frontier.empty()) {
     const size_t j = frontier.back();
     frontier.pop_back();
     for (size_t l : links_of_job[j]) {
       if (link_done[l]) continue;
-      link_done[l] = true;
+      link_done[l] = 1;
       for (size_t k : jobs_of_link[l]) {
         if (job_done[k]) continue;
-        job_done[k] = true;
+        job_done[k] = 1;
         const int64_t t_prime = period(l, k);
         const int64_t t = shifts[j] - link_shift(l, j) + link_shift(l, k);
         shifts[k] = ((t % t_prime) + t_prime) % t_prime;

@@ -38,7 +38,7 @@ class AffinityGraph {
   // link belong to none.
   const std::vector<Component>& components() const { return components_; }
 
-  // The maximum-weight spanning tree of `component` (Kruskal on Boost.Graph),
+  // The maximum-weight spanning tree of `component` (Boost.Graph's Kruskal),
   // weighting each edge by `link_weight[l]` of its link.
   std::vector<Edge> MaxWeightSpanningTree(const Component& component,
                                           const std::vector<double>& link_weight) const;
