@@ -308,7 +308,9 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared, St
   spdlog::debug("phasord: ranking {}: policy {} (host's first '{}', first now '{}')", prepared.ranking_id,
                 decision.reason, decision.host_first, decision.chosen);
   ranking.rejected.insert(ranking.rejected.end(), prepared.set_aside.begin(), prepared.set_aside.end());
-  v1::RankReply reply = protocol::ToProto(ranking, prepared.request);
+  // An ORDER reply's links are dropped after the commit view is kept
+  // (ApplyReplyDetail): only their ids and scores are built.
+  v1::RankReply reply = protocol::ToProto(ranking, prepared.request, prepared.reply_links);
   reply.set_request_id(prepared.request_id);
   reply.set_ranking_id(prepared.ranking_id);
   reply.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());

@@ -21,7 +21,10 @@ uint32_t JointLink::Bins(size_t pos, int64_t t_us) const {
 }
 
 double JointLink::Cost(const std::vector<int64_t>& t) const {
-  std::vector<uint32_t> s(jobs.size());
+  // The thread's scratch: a component's objective asks every link's cost,
+  // thousands of them on a large fabric.
+  thread_local std::vector<uint32_t> s;
+  s.resize(jobs.size());
   for (size_t p = 0; p < jobs.size(); ++p) s[p] = Bins(p, t[jobs[p]]);
   // A rotation of the link's own optimum costs what the optimum does.
   const double excess = SameUpToRotation(*circle, s, solution->shifts)

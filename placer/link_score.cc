@@ -206,7 +206,7 @@ double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
 bool SameUpToRotation(const UnifiedCircle& circle, const std::vector<uint32_t>& a,
                       const std::vector<uint32_t>& b) {
   const size_t jobs = circle.jobs.size();
-  std::vector<int64_t> diff(jobs);
+  absl::InlinedVector<int64_t, 8> diff(jobs);
   for (size_t j = 0; j < jobs; ++j) {
     const int64_t bj = circle.JobBins(j);
     diff[j] = ((int64_t{a[j]} - int64_t{b[j]}) % bj + bj) % bj;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -164,9 +165,18 @@ uint32_t ShiftPeriodUs(const placer::RankedCandidate& candidate, const placer::J
   return job.profile.period_us;
 }
 
-v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest& request) {
+v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest& request, bool link_details) {
   v1::RankReply out;
+  absl::flat_hash_map<std::string_view, const placer::Job*> job_of;
+  for (const placer::Job& j : request.jobs) job_of.try_emplace(j.id, &j);  // ids are unique (validated)
   for (const placer::RankedCandidate& rc : ranking.ranked) {
+    // ShiftPeriodUs for every job at once: the quantum of the first link
+    // (in order) that names the job and has one.
+    absl::flat_hash_map<std::string_view, uint32_t> first_quantum;
+    for (const placer::LinkResult& link : rc.links) {
+      if (link.quantum_us == 0) continue;
+      for (const std::string& j : link.jobs) first_quantum.try_emplace(j, link.quantum_us);
+    }
     v1::RankedCandidate* c = out.add_ranked();
     c->set_candidate(rc.candidate);
     c->set_score(rc.score);
@@ -182,14 +192,17 @@ v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest&
       v1::JobShift* s = c->add_shifts();
       s->set_job(job);
       s->set_shift_us(shift);
-      for (const placer::Job& j : request.jobs) {
-        if (j.id == job) s->set_period_us(ShiftPeriodUs(rc, j));
+      if (auto j = job_of.find(job); j != job_of.end()) {
+        const uint32_t period = j->second->profile.period_us;
+        auto q = first_quantum.find(job);
+        s->set_period_us(q == first_quantum.end() ? period : placer::QuantizedPeriodUs(period, q->second));
       }
     }
     for (const placer::LinkResult& lr : rc.links) {
       v1::LinkResult* l = c->add_links();
       l->set_id(lr.id);
       l->set_score(lr.score);
+      if (!link_details) continue;
       l->set_optimal_score(lr.optimal_score);
       l->set_capacity_gbps(lr.capacity_gbps);
       for (const std::string& j : lr.jobs) l->add_jobs(j);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "placer/ranker.h"
 #include "protocol/convert.h"
@@ -298,6 +299,19 @@ TEST(ConvertTest, RankingRoundTripIsExactAndCarriesShiftPeriods) {
   ASSERT_EQ(reply.ranked(0).shifts_size(), 2);
   EXPECT_EQ(reply.ranked(0).shifts(0).period_us(), 200000u);
   EXPECT_EQ(reply.ranked(0).shifts(1).period_us(), 300000u);
+  // Without link details: the same reply, each link its id and score only.
+  const v1::RankReply lean = ToProto(ranking, request, /*link_details=*/false);
+  v1::RankReply expected = reply;
+  for (v1::RankedCandidate& c : *expected.mutable_ranked()) {
+    for (v1::LinkResult& l : *c.mutable_links()) {
+      v1::LinkResult kept;
+      kept.set_id(l.id());
+      kept.set_score(l.score());
+      l = kept;
+    }
+  }
+  ASSERT_GT(lean.ranked(0).links_size(), 0);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(expected, lean)) << lean.DebugString();
 }
 
 TEST(ConvertTest, ShiftPeriodRoundsToTheLinkQuantum) {
@@ -310,6 +324,37 @@ TEST(ConvertTest, ShiftPeriodRoundsToTheLinkQuantum) {
   l.quantum_us = 1000;
   c.links = {l};
   EXPECT_EQ(ShiftPeriodUs(c, j), 11000u);  // halves round up
+}
+
+TEST(ConvertTest, EachShiftCarriesThePeriodOfItsFirstLinkWithAQuantum) {
+  // Three jobs, links of several quanta in the candidate's order: the reply
+  // gives each job's shift the period on the first link naming it whose
+  // quantum is set (ShiftPeriodUs), and its own period when none does.
+  placer::RankRequest request;
+  for (const auto& [id, period] : std::vector<std::pair<std::string, uint32_t>>{{"a", 10500}, {"b", 10300}, {"c", 9999}}) {
+    placer::Job job{id, {}, std::nullopt};
+    job.profile.period_us = period;
+    request.jobs.push_back(job);
+  }
+  placer::RankedCandidate c;
+  c.candidate = "c0";
+  auto link = [](std::vector<std::string> jobs, uint32_t quantum) {
+    placer::LinkResult l;
+    l.id = "l" + std::to_string(quantum);
+    l.jobs = std::move(jobs);
+    l.quantum_us = quantum;
+    return l;
+  };
+  c.links = {link({"b"}, 0), link({"a", "b"}, 1000), link({"a"}, 4000)};
+  c.shifts_us = {{"a", 0}, {"b", 0}, {"c", 0}};
+  placer::Ranking ranking;
+  ranking.ranked = {c};
+  const v1::RankReply reply = ToProto(ranking, request);
+  ASSERT_EQ(reply.ranked(0).shifts_size(), 3);
+  EXPECT_EQ(reply.ranked(0).shifts(0).period_us(), 11000u);  // a: l1000 comes first
+  EXPECT_EQ(reply.ranked(0).shifts(1).period_us(), 10000u);  // b: l0 has no quantum, then l1000
+  EXPECT_EQ(reply.ranked(0).shifts(2).period_us(), 9999u);   // c: on no link
+  for (size_t j = 0; j < 3; ++j) EXPECT_EQ(reply.ranked(0).shifts(j).period_us(), ShiftPeriodUs(c, request.jobs[j]));
 }
 
 TEST(ConvertTest, ProfileUpdateBecomesArrayProfile) {
