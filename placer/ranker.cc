@@ -78,8 +78,8 @@ struct LinkSolve {
 // around them until a job starts or ends (at 10,000 servers thousands of
 // them, most of a request's solving), and phasord's closed loop ranks the
 // same placements again. A solve is a deterministic function of its key, so
-// the memo changes no result. The key (SolveKeyOf) holds the capacity, the
-// options every solve reads, and per job its profile's 128-bit digest, its
+// the memo changes no result. The key (built in Ranker::SolveAlone) holds the
+// capacity, the options every solve reads, and per job its profile's 128-bit digest, its
 // share and the pin the solve keeps. At most kMaxBytes of solves, the least
 // recently used forgotten first.
 class SolveMemo {
@@ -189,7 +189,7 @@ class Ranker {
     for (size_t j = 0; j < request.jobs.size(); ++j) job_index_.emplace(request.jobs[j].id, j);
     for (size_t l = 0; l < request.links.size(); ++l) link_index_.emplace(request.links[l].id, l);
     options_key_ = SolveOptionsKey(request.options);
-    for (const Job& job : request.jobs) profile_digest_.emplace(&job, ProfileDigest(job.profile));
+    for (const Job& job : request.jobs) profile_digest_.push_back(ProfileDigest(job.profile));
     IndexRunning();
   }
 
@@ -223,7 +223,7 @@ class Ranker {
   // an entry mid-request, this does not.
   std::unordered_map<std::string, std::shared_ptr<const LinkSolve>> cache_;
   std::string options_key_;
-  std::unordered_map<const Job*, std::pair<uint64_t, uint64_t>> profile_digest_;
+  std::vector<std::pair<uint64_t, uint64_t>> profile_digest_;  // by request job index
   // The running part, common to every candidate.
   absl::Status running_error_;       // its first unknown job or link (every candidate's reason)
   std::string running_error_job_;    // the job that error names
@@ -288,7 +288,7 @@ absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveAlone(
   std::string key = options_key_;
   AppendValue(key, link.capacity_gbps);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const auto [a, b] = profile_digest_.at(jobs[i]);
+    const auto [a, b] = profile_digest_[static_cast<size_t>(jobs[i] - request_.jobs.data())];
     AppendValue(key, a);
     AppendValue(key, b);
     AppendValue(key, shares[i]);
