@@ -224,14 +224,21 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
       return absl::FailedPreconditionError(
           "free_servers: phasord has no fabric to find their racks in (set topology_path: in its configuration)");
     }
-    absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, request->free_servers);
-    if (!view.ok()) return view.status();
+    if (!packing_ || packing_->free_servers != request->free_servers) {
+      absl::StatusOr<placer::PackingView> view = placer::PackingViewOf(*fabric_, request->free_servers);
+      if (!view.ok()) return view.status();
+      auto packing = std::make_unique<Packing>();
+      packing->free_servers = request->free_servers;
+      packing->view = *std::move(view);
+      packing->counts = std::make_unique<placer::PackingCounts>(packing->view);
+      packing_ = std::move(packing);
+    }
     // phasor's own candidates beside the host's (placer/candidates.h), from
     // the servers it says are wholly free; then the host's packing kept
     // (placer/packing.h): no server-form candidate, the host's or phasor's,
     // may leave fewer whole free servers or racks than the host's first.
     placer::AddOwnCandidates(*fabric_, *fabric_router_, *request);
-    if (options_.ranking_policy.keep_packing) placer::KeepPacking(*view, *request, prepared.set_aside);
+    if (options_.ranking_policy.keep_packing) placer::KeepPacking(*packing_->counts, *request, prepared.set_aside);
   }
   // Server-form candidates become link shares by the ring traffic model over
   // the configured fabric (the semantics of `phasor rank --topology`);

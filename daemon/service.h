@@ -45,6 +45,7 @@
 #include "daemon/config.h"
 #include "daemon/metrics.h"
 #include "daemon/state_store.h"
+#include "placer/packing.h"
 #include "placer/ranker.h"
 #include "placer/ranking_policy.h"
 #include "protocol/phasor.pb.h"
@@ -153,6 +154,16 @@ class Service {
   std::unique_ptr<topology::Topology> fabric_;
   std::unique_ptr<topology::Router> fabric_router_;
   uint64_t next_ranking_id_ = 1;
+  // The packing rule's view of the last free_servers (PrepareRank, on the
+  // service's thread): a host sends the same free servers until a job starts
+  // or ends, and at 1,000 servers building the view was a tenth of the
+  // request's preparation. `counts` points into `view`.
+  struct Packing {
+    std::vector<std::string> free_servers;  // as the request listed them
+    placer::PackingView view;
+    std::unique_ptr<placer::PackingCounts> counts;
+  };
+  std::unique_ptr<Packing> packing_;
 
   // State mirrored from the database.
   std::map<std::string, StoredOffset> offsets_;

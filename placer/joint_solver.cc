@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "absl/container/flat_hash_set.h"
 #include "placer/scratch.h"
 
 namespace phasor::placer {
@@ -93,6 +94,16 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
                        const JointSolverOptions& options, std::vector<int64_t>& shifts,
                        const std::function<bool()>& out_of_time) {
   JointResult result;
+  // Every job pinned (a loop of running jobs whose shifts phasord committed):
+  // nothing to choose, every spanning tree ends at the pins.
+  if (std::all_of(component.jobs.begin(), component.jobs.end(),
+                  [&](size_t j) { return jobs[j].pinned_shift_us.has_value(); })) {
+    for (size_t j : component.jobs) shifts[j] = *jobs[j].pinned_shift_us;
+    result.optimal = std::all_of(component.links.begin(), component.links.end(), [&](size_t l) {
+      return links[l].Cost(shifts) <= links[l].solution->total_excess / Norm(links[l]) + 1e-12;
+    });
+    return result;
+  }
   size_t root = component.jobs.front();
   for (size_t j : component.jobs) {
     if (jobs[j].pinned_shift_us) {
@@ -122,10 +133,21 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
   for (size_t l : component.links) gain[l] = links[l].gain;
   std::vector<int64_t> best = shifts;
   double best_cost = std::numeric_limits<double>::infinity();
+  // Trees that place the free jobs alike give the same objective: each
+  // placement of the free jobs is scored once (with most jobs pinned, the
+  // many trees of a loop give a handful of placements).
+  std::vector<size_t> free_jobs;
+  for (size_t j : component.jobs) {
+    if (!jobs[j].pinned_shift_us) free_jobs.push_back(j);
+  }
+  absl::flat_hash_set<std::vector<int64_t>> tried;
+  std::vector<int64_t> placed(free_jobs.size());
   auto try_tree = [&](const std::vector<AffinityGraph::Edge>& tree) {
     std::vector<int64_t> t = shifts;
     WalkSpanningTree(tree, root, root_shift, link_shift, period, t);
     pin(t);
+    for (size_t i = 0; i < free_jobs.size(); ++i) placed[i] = t[free_jobs[i]];
+    if (!tried.insert(placed).second) return;
     const double cost = JointObjective(component, links, t);
     if (cost < best_cost - 1e-15) {
       best_cost = cost;

@@ -941,6 +941,22 @@ TEST_F(ServiceTest, FreeServersKeepTheHostsPackingAgainstAPredictedGain) {
   EXPECT_EQ(reply->rejected(0).candidate(), "fresh");
   EXPECT_EQ(reply->rejected(0).reason(),
             "packing: leaves 2 whole free servers and 0 whole free racks; the host's first leaves 2 and 1");
+  // phasord keeps the view of the last free servers; other free servers are
+  // judged on their own. With s6 taken, leaf3 is no whole free rack either
+  // way: "fresh" leaves no less than the host's first and overtakes again;
+  // then the first list again gives the first answer.
+  v1::RankRequest s6_taken = request;
+  s6_taken.mutable_free_servers()->RemoveLast();
+  reply = service->Rank(s6_taken);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->ranked_size(), 2);
+  EXPECT_EQ(reply->ranked(0).candidate(), "fresh");
+  EXPECT_EQ(reply->rejected_size(), 0);
+  reply = service->Rank(request);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->ranked_size(), 1);
+  EXPECT_EQ(reply->ranked(0).candidate(), "host");
+  ASSERT_EQ(reply->rejected_size(), 1);
   // The host's first commits as usual.
   v1::CommitPlacement commit;
   commit.set_ranking_id(reply->ranking_id());

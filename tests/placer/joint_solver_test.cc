@@ -205,6 +205,24 @@ TEST(JointSolverTest, PinSetsMatchBruteForce) {
   EXPECT_EQ(tally.at_brute_force_optimum, 20);
 }
 
+TEST(JointSolverTest, EveryJobPinnedKeepsThePinsAndSaysWhetherEachLinkIsAtItsOptimum) {
+  // A loop of running jobs whose shifts were committed: nothing moves
+  // (CheckAgainstBruteForce: the brute force over no free job is the pins).
+  // Each link, solved alone with two or more pinned jobs, keeps their pins
+  // as its own optimum, so every link sits at it: proven optimal.
+  std::mt19937_64 rng(15);
+  Tally tally;
+  for (int trial = 0; trial < 20; ++trial) {
+    Problem p;
+    for (int j = 0; j < 3; ++j) p.profiles.push_back(RandomProfile(rng, 4));
+    p.pins = {uint32_t(rng() % 4) * kQ, uint32_t(rng() % 4) * kQ, uint32_t(rng() % 4) * kQ};
+    p.link_jobs = {{0, 1}, {1, 2}, {0, 2}};
+    CheckAgainstBruteForce(p, tally, "all pinned " + std::to_string(trial));
+  }
+  EXPECT_EQ(tally.at_brute_force_optimum, 20);
+  EXPECT_EQ(tally.optimal_claims, 20);
+}
+
 TEST(JointSolverTest, ConsistentLoopIsProvenOptimal) {
   // Two jobs on two links with the same demands: both links agree on one
   // optimum, so the loop is harmless and the result is proven.
