@@ -27,15 +27,41 @@ bool Cheaper(const RingCost& a, const RingCost& b) {
   return a.on_switches < b.on_switches - kTolerance;
 }
 
-absl::StatusOr<RingCost> CostOf(const topology::Router& router, std::string_view job,
-                                const std::vector<std::string>& order,
+// The hops of one job's rings over a fixed set of servers, each routed once:
+// the orders RingOrder compares share most of their hops (those inside a
+// rack), and routing a hop was most of an order's cost.
+class HopMemo {
+ public:
+  HopMemo(const topology::Router& router, std::string_view job) : router_(router), job_(job) {}
+
+  absl::StatusOr<const std::vector<topology::LinkShare>*> Hop(topology::NodeIndex src, topology::NodeIndex dst) {
+    auto it = hops_.find({src, dst});
+    if (it == hops_.end()) {
+      absl::StatusOr<std::vector<topology::LinkShare>> links = topology::HopLinkShares(router_, job_, src, dst);
+      if (!links.ok()) return links.status();
+      it = hops_.emplace(std::pair{src, dst}, *std::move(links)).first;
+    }
+    return &it->second;
+  }
+
+ private:
+  const topology::Router& router_;
+  std::string_view job_;
+  absl::flat_hash_map<std::pair<topology::NodeIndex, topology::NodeIndex>, std::vector<topology::LinkShare>> hops_;
+};
+
+// The cost of the ring through `order` (distinct servers, every one known),
+// hop by hop as topology::RingHops routes it, each term added in the same
+// order.
+absl::StatusOr<RingCost> CostOf(const topology::Router& router, HopMemo& memo,
+                                const std::vector<topology::NodeIndex>& order,
                                 const std::vector<double>& running_load) {
-  absl::StatusOr<std::vector<topology::RingHop>> hops = topology::RingHops(router, job, order);
-  if (!hops.ok()) return hops.status();
   const topology::Topology& fabric = router.topology();
   RingCost cost;
-  for (const topology::RingHop& hop : *hops) {
-    for (const topology::LinkShare& ls : hop.links) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    absl::StatusOr<const std::vector<topology::LinkShare>*> hop = memo.Hop(order[i], order[(i + 1) % order.size()]);
+    if (!hop.ok()) return hop.status();
+    for (const topology::LinkShare& ls : **hop) {
       const topology::Link& link = fabric.link(ls.link);
       if (ls.link < running_load.size() && running_load[ls.link] > 0) {
         cost.on_loaded += ls.share * running_load[ls.link] / link.capacity_gbps;
@@ -71,6 +97,7 @@ absl::StatusOr<std::vector<std::string>> RingOrder(const topology::Router& route
   std::vector<Rack> racks;
   std::map<std::vector<topology::NodeIndex>, size_t> pod_of_uplinks;
   absl::flat_hash_map<int64_t, size_t> rack_of_leaf;
+  absl::flat_hash_map<std::string, topology::NodeIndex> node_of;
   for (const std::string& s : distinct) {
     const std::optional<topology::NodeIndex> node = fabric.FindNode(s);
     if (!node || !fabric.IsServer(*node)) {
@@ -97,6 +124,7 @@ absl::StatusOr<std::vector<std::string>> RingOrder(const topology::Router& route
       racks.push_back({{}, pod->second});
     }
     racks[it->second].servers.push_back(s);
+    node_of.emplace(s, *node);
   }
 
   // Orders of the racks to try: pods kept together, first the grouped order
@@ -134,7 +162,14 @@ absl::StatusOr<std::vector<std::string>> RingOrder(const topology::Router& route
     if (reversed) std::reverse(out.begin(), out.end());
     return out;
   };
-  absl::StatusOr<RingCost> host_cost = CostOf(router, job, distinct, running_load);
+  HopMemo memo(router, job);
+  auto cost_of = [&](const std::vector<std::string>& order) {
+    std::vector<topology::NodeIndex> nodes;
+    nodes.reserve(order.size());
+    for (const std::string& s : order) nodes.push_back(node_of.at(s));
+    return CostOf(router, memo, nodes, running_load);
+  };
+  absl::StatusOr<RingCost> host_cost = cost_of(distinct);
   if (!host_cost.ok()) return host_cost.status();
   RingCost best_cost = *host_cost;
   std::optional<std::vector<std::string>> best;  // none: the host's order
@@ -142,7 +177,7 @@ absl::StatusOr<std::vector<std::string>> RingOrder(const topology::Router& route
     for (bool reversed : {false, true}) {
       std::vector<std::string> order = servers_of(rack_order, reversed);
       if (order == distinct) continue;
-      absl::StatusOr<RingCost> cost = CostOf(router, job, order, running_load);
+      absl::StatusOr<RingCost> cost = cost_of(order);
       if (!cost.ok()) return cost.status();
       if (Cheaper(*cost, best_cost)) {
         best_cost = *cost;

@@ -10,6 +10,14 @@
 
 namespace phasor::topology {
 
+absl::StatusOr<std::vector<LinkShare>> HopLinkShares(const Router& router, std::string_view job,
+                                                     NodeIndex src, NodeIndex dst) {
+  const Topology& topology = router.topology();
+  const std::string flow_key =
+      absl::StrCat(AsAbsl(job), ":", topology.node(src).id, "->", topology.node(dst).id);
+  return router.FlowLinkShares(src, dst, flow_key);
+}
+
 absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_view job,
                                               const std::vector<std::string>& servers) {
   const Topology& topology = router.topology();
@@ -30,9 +38,7 @@ absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_
   for (size_t i = 0; i < ring.size(); ++i) {
     const NodeIndex src = ring[i];
     const NodeIndex dst = ring[(i + 1) % ring.size()];
-    const std::string flow_key =
-        absl::StrCat(AsAbsl(job), ":", topology.node(src).id, "->", topology.node(dst).id);
-    absl::StatusOr<std::vector<LinkShare>> links = router.FlowLinkShares(src, dst, flow_key);
+    absl::StatusOr<std::vector<LinkShare>> links = HopLinkShares(router, job, src, dst);
     if (!links.ok()) return links.status();
     hops.push_back(RingHop{src, dst, *std::move(links)});
   }

@@ -59,6 +59,13 @@ struct RingHop {
   std::vector<LinkShare> links;
 };
 
+// One hop of `job`'s ring, src -> dst (servers): the links its flow crosses
+// with their shares. A ring's cost is the sum over its hops, so a caller that
+// compares orders of the same servers (placer/ring_order.h) routes each hop
+// once.
+absl::StatusOr<std::vector<LinkShare>> HopLinkShares(const Router& router, std::string_view job,
+                                                     NodeIndex src, NodeIndex dst);
+
 // The ring's hops (empty for fewer than two distinct servers).
 absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_view job,
                                               const std::vector<std::string>& servers);

@@ -3,6 +3,7 @@
 // turns them into links.
 #include "placer/candidates.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -142,6 +143,44 @@ TEST(RingOrderTest, ThreeRacksKeepTheirServersTogether) {
   for (const char* link : {"leaf1->spine1", "leaf2->spine1", "leaf3->spine1", "spine1->leaf1"}) {
     EXPECT_DOUBLE_EQ(ShareOn(router, *order, link), 0.5) << link;
   }
+}
+
+TEST(RingOrderTest, TheChosenOrderLoadsTheRunningJobsLinksLeastOfEveryRackOrder) {
+  // Checked from outside: each order's load on the running jobs' links from
+  // the job's routed link shares (JobLinkShares), over every order that keeps
+  // racks together (rack permutations, either direction, each rack's servers
+  // as given). Running load on leaf1's and leaf3's uplinks, unequal.
+  const topology::Topology fabric = LeafSpine();
+  const topology::Router router(fabric);
+  std::vector<double> load(fabric.links().size(), 0.0);
+  std::map<std::string, double> loaded = {
+      {"leaf1->spine1", 20}, {"spine1->leaf1", 20}, {"leaf3->spine2", 5}, {"spine2->leaf3", 5}, {"leaf3->spine1", 10}};
+  for (const auto& [id, gbps] : loaded) load[*fabric.FindLink(id)] = gbps;
+  auto on_loaded = [&](const std::vector<std::string>& order) {
+    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, "j", order);
+    EXPECT_TRUE(shares.ok()) << shares.status();
+    double sum = 0;
+    for (const auto& [id, share] : *shares) {
+      auto it = loaded.find(id);
+      if (it != loaded.end()) sum += share * it->second / fabric.link(*fabric.FindLink(id)).capacity_gbps;
+    }
+    return sum;
+  };
+  const std::vector<std::vector<std::string>> racks = {{"s9", "s10"}, {"s1", "s2", "s3"}, {"s5", "s6"}};
+  const std::vector<std::string> host = {"s9", "s1", "s5", "s10", "s2", "s6", "s3"};
+  absl::StatusOr<std::vector<std::string>> order = RingOrder(router, "j", host, load);
+  ASSERT_TRUE(order.ok()) << order.status();
+  double best = on_loaded(host);
+  std::vector<size_t> perm = {0, 1, 2};
+  do {
+    std::vector<std::string> o;
+    for (size_t r : perm) o.insert(o.end(), racks[r].begin(), racks[r].end());
+    best = std::min(best, on_loaded(o));
+    std::reverse(o.begin(), o.end());
+    best = std::min(best, on_loaded(o));
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  EXPECT_NEAR(on_loaded(*order), best, 1e-9);
+  EXPECT_LT(best, on_loaded(host));
 }
 
 TEST(RingOrderTest, UnknownServersAreErrors) {
