@@ -782,7 +782,7 @@ absl::StatusOr<SubmitAnswer> SlurmController::Submit(const SubmitQuery& query) {
   // Would Slurm start it now? Then phasor chooses its nodes now.
   std::set<std::string> avail;
   for (const std::string& n : demand->eligible) {
-    if (base_.free.idle.contains(n)) avail.insert(n);
+    if (base_.free.idle.contains(n)) avail.insert(avail.end(), n);  // in order: constant time
   }
   if (!demand->startable) {
     answer.unpinned_because = "it may not start yet (held, a begin time, a dependency, or its partition or reservation not up)";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -251,7 +252,7 @@ absl::StatusOr<NodeDemand> ResolveDemand(const JobRequest& r, const ClusterState
 
   const uint64_t cpt = std::max<uint32_t>(1, r.cpus_per_task);
   const uint64_t node_cpus = std::max<uint64_t>(r.pn_min_cpus, r.ntasks_per_node > 0 ? r.ntasks_per_node * cpt : cpt);
-  const std::set<std::string> in_partition(partition->nodes.begin(), partition->nodes.end());
+  const absl::flat_hash_set<std::string_view> in_partition(partition->nodes.begin(), partition->nodes.end());
   std::vector<const SlurmNode*> eligible;
   for (const SlurmNode& n : cluster.nodes) {
     if (!in_partition.contains(n.name) || excluded.contains(n.name)) continue;
@@ -292,7 +293,9 @@ absl::StatusOr<NodeDemand> ResolveDemand(const JobRequest& r, const ClusterState
   for (const SlurmNode* n : eligible) {
     if (r.mem_per_cpu_mb != 0 && r.mem_per_cpu_mb * cpus_used > n->real_memory_mb) continue;
     ++ever;
-    if (own != nullptr || !reserved.contains(n->name)) d.eligible.insert(n->name);
+    // At the end first: Slurm lists its nodes by name, so each insertion is
+    // constant time (10,000 nodes per submission).
+    if (own != nullptr || !reserved.contains(n->name)) d.eligible.insert(d.eligible.end(), n->name);
   }
   if (ever < count) {
     return absl::FailedPreconditionError(absl::StrCat(ever, " nodes satisfy the job's restrictions, it needs ", count));
