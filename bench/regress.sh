@@ -136,7 +136,7 @@ if [ -x "$base_build/bench/rank_digest" ] && [ -x "$head_build/bench/rank_digest
 fi
 
 python3 - "$results" "$threshold" "${base_sha:0:9}" "$head_label" "$digest_status" "$replies" <<'EOF'
-import glob, json, os, statistics, sys
+import glob, json, os, re, statistics, sys
 results, threshold, base_label, head_label, digest, replies = sys.argv[1:7]
 threshold = float(threshold)
 scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -156,7 +156,8 @@ for path in sorted(glob.glob(os.path.join(results, "*.json"))):
         # Real time for the benchmarks that measure it (UseRealTime), else CPU time.
         real = b["name"].endswith("/real_time") or "/threads:" in b["name"]
         t = (b["real_time"] if real else b["cpu_time"]) * scale[b.get("time_unit", "ns")]
-        key = (program, b["name"])
+        # A benchmark given its own minimum time pairs with the same one without.
+        key = (program, re.sub(r"/min_time:[0-9.]+", "", b["name"]))
         if key not in times:
             times[key] = {}
             order.append(key)
