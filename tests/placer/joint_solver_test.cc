@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -189,36 +190,37 @@ TEST(JointSolverTest, FourCyclesAndDoubleEdgesMatchBruteForce) {
   EXPECT_EQ(tally.at_brute_force_optimum, 20);
 }
 
-TEST(JointSolverTest, PinSetsMatchBruteForce) {
-  std::mt19937_64 rng(13);
+// Triangles of three jobs (periods of `bins` quanta), the first `pinned` of
+// them pinned at random quanta, each checked against brute force.
+Tally PinnedTriangles(uint64_t seed, uint32_t bins, size_t pinned, const std::string& label) {
+  std::mt19937_64 rng(seed);
   Tally tally;
   for (int trial = 0; trial < 20; ++trial) {
     Problem p;
-    for (int j = 0; j < 3; ++j) p.profiles.push_back(RandomProfile(rng, 6));
-    // Jobs 0 and 1 pinned on one link; job 2 free, sharing a link with each.
-    p.pins = {uint32_t(rng() % 6) * kQ, uint32_t(rng() % 6) * kQ, std::nullopt};
+    for (int j = 0; j < 3; ++j) p.profiles.push_back(RandomProfile(rng, bins));
+    p.pins.assign(3, std::nullopt);
+    for (size_t j = 0; j < pinned; ++j) p.pins[j] = uint32_t(rng() % bins) * kQ;
     p.link_jobs = {{0, 1}, {1, 2}, {0, 2}};
-    CheckAgainstBruteForce(p, tally, "pins " + std::to_string(trial));
+    CheckAgainstBruteForce(p, tally, label + " " + std::to_string(trial));
   }
+  return tally;
+}
+
+TEST(JointSolverTest, PinSetsMatchBruteForce) {
+  // Jobs 0 and 1 pinned on one link; job 2 free, sharing a link with each.
+  const Tally tally = PinnedTriangles(13, 6, 2, "pins");
   EXPECT_EQ(tally.trials, 20);
   // With one free job the full scan is the brute force itself.
   EXPECT_EQ(tally.at_brute_force_optimum, 20);
 }
 
-TEST(JointSolverTest, EveryJobPinnedKeepsThePinsAndSaysWhetherEachLinkIsAtItsOptimum) {
+TEST(JointSolverTest, EveryJobPinnedKeepsThePinsProvenOptimal) {
   // A loop of running jobs whose shifts were committed: nothing moves
   // (CheckAgainstBruteForce: the brute force over no free job is the pins).
   // Each link, solved alone with two or more pinned jobs, keeps their pins
   // as its own optimum, so every link sits at it: proven optimal.
-  std::mt19937_64 rng(15);
-  Tally tally;
-  for (int trial = 0; trial < 20; ++trial) {
-    Problem p;
-    for (int j = 0; j < 3; ++j) p.profiles.push_back(RandomProfile(rng, 4));
-    p.pins = {uint32_t(rng() % 4) * kQ, uint32_t(rng() % 4) * kQ, uint32_t(rng() % 4) * kQ};
-    p.link_jobs = {{0, 1}, {1, 2}, {0, 2}};
-    CheckAgainstBruteForce(p, tally, "all pinned " + std::to_string(trial));
-  }
+  const Tally tally = PinnedTriangles(15, 4, 3, "all pinned");
+  EXPECT_EQ(tally.trials, 20);
   EXPECT_EQ(tally.at_brute_force_optimum, 20);
   EXPECT_EQ(tally.optimal_claims, 20);
 }
