@@ -94,14 +94,19 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
                        const JointSolverOptions& options, std::vector<int64_t>& shifts,
                        const std::function<bool()>& out_of_time) {
   JointResult result;
+  auto every_link_optimal = [&](const std::vector<int64_t>& t) {
+    for (size_t l : component.links) {
+      const JointLink& link = links[l];
+      if (link.Cost(t) > link.solution->total_excess / Norm(link) + 1e-12) return false;
+    }
+    return true;
+  };
   // Every job pinned (a loop of running jobs whose shifts phasord committed):
   // nothing to choose, every spanning tree ends at the pins.
   if (std::all_of(component.jobs.begin(), component.jobs.end(),
                   [&](size_t j) { return jobs[j].pinned_shift_us.has_value(); })) {
     for (size_t j : component.jobs) shifts[j] = *jobs[j].pinned_shift_us;
-    result.optimal = std::all_of(component.links.begin(), component.links.end(), [&](size_t l) {
-      return links[l].Cost(shifts) <= links[l].solution->total_excess / Norm(links[l]) + 1e-12;
-    });
+    result.optimal = every_link_optimal(shifts);
     return result;
   }
   size_t root = component.jobs.front();
@@ -115,13 +120,6 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
   auto link_shift = [&](size_t l, size_t j) { return LinkShiftUs(links[l], j); };
   auto period = [&](size_t l, size_t j) -> int64_t {
     return links[l].circle->jobs[links[l].PositionOf(j)].period_us;
-  };
-  auto every_link_optimal = [&](const std::vector<int64_t>& t) {
-    for (size_t l : component.links) {
-      const JointLink& link = links[l];
-      if (link.Cost(t) > link.solution->total_excess / Norm(link) + 1e-12) return false;
-    }
-    return true;
   };
   auto pin = [&](std::vector<int64_t>& t) {
     for (size_t j : component.jobs) {

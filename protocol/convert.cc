@@ -156,13 +156,29 @@ absl::StatusOr<placer::RankRequest> FromProto(const v1::RankRequest& request,
   return out;
 }
 
-uint32_t ShiftPeriodUs(const placer::RankedCandidate& candidate, const placer::Job& job) {
+namespace {
+
+// Per job of `candidate`, the quantum of the first contended link (in order)
+// that names it and has one: the rule of ShiftPeriodUs, for every job in one
+// pass over the links.
+absl::flat_hash_map<std::string_view, uint32_t> ShiftQuanta(const placer::RankedCandidate& candidate) {
+  absl::flat_hash_map<std::string_view, uint32_t> quantum;
   for (const placer::LinkResult& link : candidate.links) {
-    if (std::find(link.jobs.begin(), link.jobs.end(), job.id) != link.jobs.end() && link.quantum_us > 0) {
-      return placer::QuantizedPeriodUs(job.profile.period_us, link.quantum_us);
-    }
+    if (link.quantum_us == 0) continue;
+    for (const std::string& j : link.jobs) quantum.try_emplace(j, link.quantum_us);
   }
-  return job.profile.period_us;
+  return quantum;
+}
+
+uint32_t PeriodOnQuantum(const placer::Job& job, const absl::flat_hash_map<std::string_view, uint32_t>& quanta) {
+  auto q = quanta.find(job.id);
+  return q == quanta.end() ? job.profile.period_us : placer::QuantizedPeriodUs(job.profile.period_us, q->second);
+}
+
+}  // namespace
+
+uint32_t ShiftPeriodUs(const placer::RankedCandidate& candidate, const placer::Job& job) {
+  return PeriodOnQuantum(job, ShiftQuanta(candidate));
 }
 
 v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest& request, bool link_details) {
@@ -170,13 +186,7 @@ v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest&
   absl::flat_hash_map<std::string_view, const placer::Job*> job_of;
   for (const placer::Job& j : request.jobs) job_of.try_emplace(j.id, &j);  // ids are unique (validated)
   for (const placer::RankedCandidate& rc : ranking.ranked) {
-    // ShiftPeriodUs for every job at once: the quantum of the first link
-    // (in order) that names the job and has one.
-    absl::flat_hash_map<std::string_view, uint32_t> first_quantum;
-    for (const placer::LinkResult& link : rc.links) {
-      if (link.quantum_us == 0) continue;
-      for (const std::string& j : link.jobs) first_quantum.try_emplace(j, link.quantum_us);
-    }
+    const absl::flat_hash_map<std::string_view, uint32_t> quanta = ShiftQuanta(rc);  // ShiftPeriodUs's rule
     v1::RankedCandidate* c = out.add_ranked();
     c->set_candidate(rc.candidate);
     c->set_score(rc.score);
@@ -192,11 +202,7 @@ v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest&
       v1::JobShift* s = c->add_shifts();
       s->set_job(job);
       s->set_shift_us(shift);
-      if (auto j = job_of.find(job); j != job_of.end()) {
-        const uint32_t period = j->second->profile.period_us;
-        auto q = first_quantum.find(job);
-        s->set_period_us(q == first_quantum.end() ? period : placer::QuantizedPeriodUs(period, q->second));
-      }
+      if (auto j = job_of.find(job); j != job_of.end()) s->set_period_us(PeriodOnQuantum(*j->second, quanta));
     }
     for (const placer::LinkResult& lr : rc.links) {
       v1::LinkResult* l = c->add_links();
