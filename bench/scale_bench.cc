@@ -9,7 +9,7 @@
 // applies the policy and keeps the ranking for commit: Service::Rank, what
 // `phasor rank --topology` does plus phasord's own steps.
 //
-//   BM_Rank10k/<fabric>/servers:N/pinned:P
+//   BM_Rank10k/<fabric>/servers:N/pinned:P/order:O
 //                                    fabric 0: a 3-tier fat tree (k = 34,
 //                                    9,826 servers), 1: a leaf-spine of 250
 //                                    leaves x 40 servers, 16 spines, 2:1;
@@ -17,7 +17,11 @@
 //                                    their shifts, as the Slurm controller
 //                                    and the extender send them (phasord's
 //                                    committed offsets); 0: free, as a
-//                                    request that gives no shifts
+//                                    request that gives no shifts;
+//                                    order 1: reply_detail ORDER (the
+//                                    extender's and the Slurm controller's:
+//                                    no link results in the reply), 0: FULL
+//                                    (`phasor rank`'s)
 //
 // The fat tree's request needs limits.max_jobs_x_links raised past its
 // default (2^22; the benchmark sets 2^23), and the deadline is 120 s instead
@@ -99,7 +103,7 @@ placer::RankRequest Request(const topology::Topology& fabric, int64_t job_server
   for (int j = 0; j < 100; ++j) {
     const std::string id = "run" + std::to_string(j);
     r.jobs.push_back({id, Profile(rng), std::nullopt});
-    // As the integrations send them (client::AddRunningJobs): each running
+    // As the integrations send them (protocol::AddRunningJobs): each running
     // job pinned at the shift phasord committed for it.
     if (pinned) r.jobs.back().pinned_shift_us = static_cast<uint32_t>(rng() % r.jobs.back().profile.period_us);
     const size_t n = 4 + rng() % 61;
@@ -178,6 +182,7 @@ void BM_Rank10k(benchmark::State& state) {
   std::vector<v1::RankRequest> requests;
   std::mt19937_64 rng(7);
   requests.push_back(protocol::ToProto(base));
+  const bool order = state.range(3) != 0;
   for (int i = 1; i <= churn; ++i) {
     placer::RankRequest next = base;
     const size_t j = static_cast<size_t>(i * 37) % 100;  // a running job (jobs 0..99 are the running ones)
@@ -188,6 +193,9 @@ void BM_Rank10k(benchmark::State& state) {
     node.key() = next.jobs[j].id;
     next.running.servers.insert(std::move(node));
     requests.push_back(protocol::ToProto(next));
+  }
+  if (order) {
+    for (v1::RankRequest& r : requests) r.set_reply_detail(v1::RankRequest::ORDER);
   }
   std::vector<double> ms;
   double first_ms = 0;
@@ -207,7 +215,7 @@ void BM_Rank10k(benchmark::State& state) {
       break;
     }
     ranked = reply->ranked_size();
-    contended = reply->ranked_size() > 0 ? reply->ranked(0).links_size() : 0;
+    if (!order && reply->ranked_size() > 0) contended = reply->ranked(0).links_size();
     now_us += 1000;
   }
   state.counters["first_ms"] = first_ms;
@@ -226,17 +234,18 @@ void BM_Rank10k(benchmark::State& state) {
 // The first request and 24 after one job's churn each; on the fat tree
 // (half a minute a call) the first and 4.
 BENCHMARK(BM_Rank10k)
-    ->ArgNames({"fabric", "servers", "pinned"})
-    ->Args({1, 32, 1})
-    ->Args({1, 256, 1})
-    ->Args({1, 32, 0})
+    ->ArgNames({"fabric", "servers", "pinned", "order"})
+    ->Args({1, 32, 1, 0})
+    ->Args({1, 32, 1, 1})
+    ->Args({1, 256, 1, 0})
+    ->Args({1, 32, 0, 0})
     ->Iterations(25)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Rank10k)
-    ->ArgNames({"fabric", "servers", "pinned"})
-    ->Args({0, 32, 1})
-    ->Args({0, 256, 1})
+    ->ArgNames({"fabric", "servers", "pinned", "order"})
+    ->Args({0, 32, 1, 0})
+    ->Args({0, 256, 1, 0})
     ->Iterations(5)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

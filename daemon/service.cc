@@ -213,6 +213,19 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
         return IterationFrame(protocol::ProfileFromUpdate(it->second));  // the agent's frame
       });
   if (!request.ok()) return request.status();
+  // The committed placement as the running part, before the request's own
+  // jobs (which keep their indices in req offset by `committed`).
+  size_t committed = 0;
+  if (req.running_committed()) {
+    if (req.running().links_size() > 0 || req.running().servers_size() > 0) {
+      return absl::InvalidArgumentError(
+          "running_committed: the request also carries a running part (running.links or running.servers); send one "
+          "or the other");
+    }
+    absl::StatusOr<const CommittedRunning*> running = CommittedRunningJobs();
+    if (!running.ok()) return running.status();
+    committed = protocol::PrependRunningJobs((*running)->jobs, (*running)->links, *request);
+  }
   // The request as the host gave it; routing below may give a link a share
   // above 1 (two hops of one ring over it), which the ranker multiplies, as
   // `phasor rank --topology` does.
@@ -255,7 +268,11 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   if (req.wait_ms() > 0) prepared.time_ms = std::min<uint64_t>(prepared.time_ms, req.wait_ms());
   prepared.deadline = arrival + std::chrono::milliseconds(std::min<uint64_t>(prepared.time_ms, uint64_t{1} << 40));
   for (int j = 0; j < req.jobs_size(); ++j) {
-    if (req.jobs(j).has_profile()) request_profiles_[request->jobs[j].id] = request->jobs[j].profile;
+    if (!req.jobs(j).has_profile()) continue;
+    const placer::Job& job = request->jobs[committed + static_cast<size_t>(j)];
+    // A committed job's profile is part of what GetSnapshot reports.
+    if (offsets_.contains(job.id)) ++committed_changes_;
+    request_profiles_[job.id] = job.profile;
   }
   // The request as ranked (options aside): server-form candidates routed to
   // link shares, so that a commit records the links each job loads, and the
@@ -466,6 +483,7 @@ absl::StatusOr<v1::CommitReply> Service::Commit(const v1::CommitPlacement& req) 
     return StoreFailure(s);
   }
   if (!placements.empty()) ++placement_version_;
+  ++committed_changes_;
   v1::CommitReply reply;
   reply.set_request_id(req.request_id());
   for (const auto& [job, lead] : up_start_us) up_start_us_[job] = lead;
@@ -591,6 +609,7 @@ absl::Status Service::AcceptProfile(const v1::ProfileUpdate& update) {
   if (update.kind() == v1::ProfileUpdate::JOB) {
     metrics_->Increment("phasord_profiles_total", {{"kind", "job"}});
     job_profiles_[update.subject()] = update;
+    ++committed_changes_;  // its profile, and a re-sent offset below
     auto it = offsets_.find(update.subject());
     if (update.has_t0_epoch_us() && it != offsets_.end() && it->second.period_us > 0) {
       const StoredOffset& o = it->second;
@@ -656,6 +675,7 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
     return StoreFailure(released.status());
   }
   if (!released->empty()) ++placement_version_;
+  ++committed_changes_;
   // Every named job, placed or not: a ranking made before now may not bring it back.
   for (const std::string& job : named) release_markers_[job] = next_ranking_id_;
   const uint64_t oldest_kept = next_ranking_id_ > options_.keep_rankings ? next_ranking_id_ - options_.keep_rankings : 0;
@@ -686,6 +706,22 @@ absl::StatusOr<v1::ReleaseReply> Service::Release(const v1::ReleasePlacement& re
   metrics_->Set("phasord_jobs", {}, static_cast<double>(offsets_.size()));
   spdlog::info("phasord: released {} of {} named jobs", released->size(), req.jobs_size());
   return reply;
+}
+
+absl::StatusOr<const Service::CommittedRunning*> Service::CommittedRunningJobs() {
+  if (committed_running_ && committed_running_->changes == committed_changes_) return committed_running_.get();
+  absl::StatusOr<v1::Snapshot> snapshot = GetSnapshot(v1::GetSnapshot());
+  if (!snapshot.ok()) return snapshot.status();
+  auto built = std::make_unique<CommittedRunning>();
+  absl::StatusOr<std::vector<protocol::RunningJob>> jobs = protocol::RunningJobsOfSnapshot(*snapshot, built->links);
+  if (!jobs.ok()) {
+    return absl::InternalError(absl::StrCat("running_committed: the committed placement does not convert: ",
+                                            jobs.status().message()));
+  }
+  built->jobs = *std::move(jobs);
+  built->changes = committed_changes_;
+  committed_running_ = std::move(built);
+  return committed_running_.get();
 }
 
 std::optional<double> Service::CapacityOf(const std::string& link) const {

@@ -49,6 +49,7 @@
 #include "placer/ranker.h"
 #include "placer/ranking_policy.h"
 #include "protocol/phasor.pb.h"
+#include "protocol/running_jobs.h"
 #include "topology/router.h"
 #include "topology/topology.h"
 
@@ -142,6 +143,15 @@ class Service {
   void ScoreLinkProfile(const std::string& link, const placer::TrafficProfile& profile);
   // The capacity phasord knows for a link: the fabric's, else a commit's.
   std::optional<double> CapacityOf(const std::string& link) const;
+  // The committed placement as running jobs (RankRequest.running_committed):
+  // GetSnapshot's placement through protocol::RunningJobsOfSnapshot, built
+  // again only after something it is built from changed.
+  struct CommittedRunning {
+    uint64_t changes = 0;  // committed_changes_ when built
+    std::vector<protocol::RunningJob> jobs;
+    std::vector<placer::Link> links;
+  };
+  absl::StatusOr<const CommittedRunning*> CommittedRunningJobs();
 
   DaemonOptions options_;
   Metrics* metrics_;
@@ -181,6 +191,11 @@ class Service {
   std::map<std::string, uint64_t> release_markers_;
   size_t placements_ = 0;
   uint64_t placement_version_ = 0;  // as stored (StateStore::PlacementVersion)
+  // Counts the changes of what GetSnapshot reports (placements, offsets,
+  // profiles of committed jobs, capacities): a commit, a release, a job's
+  // ProfileUpdate, a request's profile for a committed job.
+  uint64_t committed_changes_ = 0;
+  std::unique_ptr<CommittedRunning> committed_running_;
 };
 
 }  // namespace phasor::daemon

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "integrations/client/running_jobs.h"
 #include "integrations/kubernetes/k8s_names.h"
 #include "models/model_catalog.h"
 #include "placer/rank_json.h"
@@ -336,14 +335,9 @@ absl::StatusOr<JobPlan> Extender::RankPlan(const PlanInputs& in, client::Client&
   plan.created_ms = clock_();
   plan.request.options = options_.rank;
   plan.profile_from_phasord = !in.profile.has_value();
-  // The running jobs (phasord's committed placement) pinned at their shifts,
-  // their link shares once, in the request's running part.
-  absl::StatusOr<v1::Snapshot> snapshot = phasord.GetSnapshot();
-  if (!snapshot.ok()) return snapshot.status();
-  absl::StatusOr<std::vector<client::RunningJob>> running =
-      client::RunningJobsOfSnapshot(*snapshot, plan.request.links);
-  if (!running.ok()) return running.status();
-  client::AddRunningJobs(*running, plan.request, in.job.key);
+  // The running jobs are phasord's committed placement, pinned at their
+  // shifts: phasord adds them itself (running_committed), so the request
+  // carries the new job alone and no snapshot makes a round trip.
   plan.request.jobs.push_back({in.job.key, in.profile.value_or(placer::TrafficProfile{}), std::nullopt});
   for (size_t i = 0; i < in.proposals.size(); ++i) {
     placer::Candidate c;
@@ -359,6 +353,7 @@ absl::StatusOr<JobPlan> Extender::RankPlan(const PlanInputs& in, client::Client&
       if (j.id() == in.job.key) j.clear_profile();
     }
   }
+  wire.set_running_committed(true);
   // The plan reads the order only (the links' scores stay in phasord for the commit).
   wire.set_reply_detail(v1::RankRequest::ORDER);
   plan.rank_request_bytes = wire.ByteSizeLong();
@@ -402,9 +397,6 @@ absl::StatusOr<JobPlan> Extender::RankPlan(const PlanInputs& in, client::Client&
   plan.request.options.ring_order = placer::RingOrderMode::kHost;
   plan.request.options.own_candidates = 0;
   plan.request.free_servers.clear();
-  // The plan keeps the long form (`phasor rank` input, the re-rank of a
-  // commit): every candidate with the running jobs' shares, as ranked.
-  placer::MoveRunningIntoCandidates(plan.request);
   return plan;
 }
 
@@ -711,11 +703,6 @@ absl::Status Extender::CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id,
   placer::RankRequest request;
   request.options = plan.request.options;
   request.options.own_candidates = 0;
-  absl::StatusOr<v1::Snapshot> snapshot = (*phasord)->GetSnapshot();
-  if (!snapshot.ok()) return snapshot.status();
-  absl::StatusOr<std::vector<client::RunningJob>> running = client::RunningJobsOfSnapshot(*snapshot, request.links);
-  if (!running.ok()) return running.status();
-  client::AddRunningJobs(*running, request, plan.job);
   for (const placer::Job& j : plan.request.jobs) {
     if (j.id == plan.job) request.jobs.push_back({j.id, j.profile, std::nullopt});
   }
@@ -757,6 +744,7 @@ absl::Status Extender::CommitAsPlaced(const JobPlan& plan, uint64_t& ranking_id,
       if (j.id() == plan.job) j.clear_profile();
     }
   }
+  wire.set_running_committed(true);  // among the running jobs, as the plan was ranked
   wire.set_reply_detail(v1::RankRequest::ORDER);
   absl::StatusOr<v1::RankReply> reply = (*phasord)->Rank(std::move(wire));
   if (!reply.ok()) return reply.status();

@@ -134,9 +134,9 @@ struct ExtenderOptions {
   placer::RankOptions rank;
   // Candidates proposed per plan (default 8, as the Slurm integration's;
   // phasord's limit is 256): the packings from the first leaves, and the
-  // spread in the last slot. The running jobs' link shares go once per
-  // request (RankRequest.running), so a candidate costs only the new job's
-  // links (docs/kubernetes.md, benchmark).
+  // spread in the last slot. phasord adds the running jobs (its committed
+  // placement) to each request itself (RankRequest.running_committed), so a
+  // candidate costs only the new job's links (docs/kubernetes.md, benchmark).
   uint32_t max_candidates = 8;
   // Filter drops nodes outside the job's plan (default off: only prioritize steers).
   bool filter_to_plan = false;
@@ -164,9 +164,9 @@ struct JobPlan {
   std::map<std::string, std::string> bound;  // pod uid (or namespace/name) -> node
   std::map<std::string, uint32_t> bound_rank;  // pod -> its rank in the job, for the pods that carry one
   int64_t created_ms = 0;
-  // The request as ranked (server form), in the long form `phasor rank`
-  // takes: every candidate carries the running jobs' link shares. phasord got
-  // them once, in RankRequest.running (the same ranking).
+  // The request as sent (server form): the new job and its candidates.
+  // phasord ranked them among its committed placement
+  // (RankRequest.running_committed), which the request does not carry.
   placer::RankRequest request;
   uint64_t rank_request_bytes = 0;  // the RankRequest's size on the wire
   bool profile_from_phasord = false;  // the new job's profile is phasord's (a probe's)

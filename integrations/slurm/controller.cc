@@ -366,10 +366,10 @@ void SlurmController::Route(placer::RankRequest& request, std::string& why) cons
   if (!unrouted.empty()) why = absl::StrCat(unrouted[0].candidate, ": ", unrouted[0].reason);
 }
 
-std::vector<client::RunningJob> SlurmController::RunningJobs() const {
-  std::vector<client::RunningJob> running;
+std::vector<protocol::RunningJob> SlurmController::RunningJobs() const {
+  std::vector<protocol::RunningJob> running;
   for (const auto& [job, p] : placed_) {
-    client::RunningJob r;
+    protocol::RunningJob r;
     r.id = job;
     auto observed = observed_profiles_.find(job);
     r.profile = observed != observed_profiles_.end() ? observed->second : p.profile;
@@ -391,7 +391,7 @@ absl::StatusOr<SlurmController::Ranking> SlurmController::PrepareRanking(const s
   Ranking r;
   r.self = self;
   // The running jobs' servers go once (routed once), common to every candidate.
-  client::AddRunningJobs(RunningJobs(), r.request, self);
+  protocol::AddRunningJobs(RunningJobs(), r.request, self);
   r.request.jobs.push_back({self, profile, std::nullopt});
   for (size_t i = 0; i < sets->size(); ++i) {
     placer::Candidate c;
@@ -1059,7 +1059,7 @@ absl::Status SlurmController::Start(const std::string& job_id, const std::string
   // Elsewhere, phasor orders the ring of the nodes Slurm gave.
   request.options.ring_order = on_pin ? placer::RingOrderMode::kHost : placer::RingOrderMode::kPhasor;
   request.options.own_candidates = 0;
-  client::AddRunningJobs(RunningJobs(), request, job_id);
+  protocol::AddRunningJobs(RunningJobs(), request, job_id);
   request.jobs.push_back({job_id, profile, std::nullopt});
   placer::Candidate c;
   c.id = "slurm-" + job_id;

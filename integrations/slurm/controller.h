@@ -54,7 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "integrations/client/client.h"
-#include "integrations/client/running_jobs.h"
+#include "protocol/running_jobs.h"
 #include "integrations/slurm/job_request.h"
 #include "integrations/slurm/job_spec.h"
 #include "integrations/slurm/slurm_commands.h"
@@ -258,8 +258,8 @@ class SlurmController {
   // A candidate that cannot be routed is dropped (with the reason in `why`).
   void Route(placer::RankRequest& request, std::string& why) const;
   // The running placed jobs (their latest profiles, shifts and servers), for
-  // client::AddRunningJobs.
-  std::vector<client::RunningJob> RunningJobs() const;
+  // protocol::AddRunningJobs.
+  std::vector<protocol::RunningJob> RunningJobs() const;
   // Under mu_: the candidates of a job (`self`, with `profile`) needing
   // `count` of the `free` nodes it may use (`eligible`), with the running
   // jobs; `free` also judges the packing rule.

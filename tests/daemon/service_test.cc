@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "placer/ranker.h"
 #include "protocol/convert.h"
+#include "protocol/running_jobs.h"
 #include "tests/daemon/daemon_harness.h"
 
 namespace phasor::daemon {
@@ -847,6 +848,183 @@ generate:
   reply = service->Rank(request);
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(reply->ranked_size(), 1);
+}
+
+// Square-wave job j: `period_us`, Up for 60 % of it at 80 Gbit/s.
+void AddSquareJob(v1::RankRequest& r, const std::string& id, uint32_t period_us) {
+  v1::Job* j = r.add_jobs();
+  j->set_id(id);
+  j->mutable_profile()->set_period_us(period_us);
+  j->mutable_profile()->mutable_square()->set_up_us(period_us * 6 / 10);
+  j->mutable_profile()->mutable_square()->set_up_gbps(80);
+}
+
+// Ranks `servers` as the only candidate of job `id` and commits it.
+void CommitOn(Service& service, const std::string& id, uint32_t period_us, const std::vector<std::string>& servers) {
+  v1::RankRequest r;
+  AddSquareJob(r, id, period_us);
+  r.set_running_committed(true);
+  v1::Candidate* c = r.add_candidates();
+  c->set_id("on");
+  for (const std::string& s : servers) (*c->mutable_servers())[id].add_servers(s);
+  absl::StatusOr<v1::RankReply> reply = service.Rank(r);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("on");
+  ASSERT_TRUE(service.Commit(commit).ok());
+}
+
+// The reply without what differs between two rankings of one request.
+v1::RankReply Comparable(v1::RankReply reply) {
+  reply.clear_ranking_id();
+  reply.clear_solve_seconds();
+  return reply;
+}
+
+// running_committed: phasord ranks among its committed placement as a client
+// that built the running part from GetSnapshot would have it ranked (the
+// Kubernetes extender's request before the field), after each change of
+// that placement: a commit, a probe's profile, a release.
+TEST_F(ServiceTest, RunningCommittedRanksAsTheSnapshotsRunningPartDoes) {
+  options_.topology_path = dir_ + "/fabric.yaml";
+  std::ofstream(options_.topology_path) << R"yaml(
+generate:
+  leaf_spine: {leaves: 3, spines: 1, servers_per_leaf: 3, gpus_per_server: 1, nic_gbps: 100, uplink_gbps: 100}
+)yaml";
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  // r across leaf1 and leaf2, q across leaf1 and leaf3 (nothing committed
+  // yet: running_committed adds nothing to the first).
+  CommitOn(*service, "r", 100000, {"s1", "s4"});
+  CommitOn(*service, "q", 120000, {"s2", "s7"});
+  // n's candidates: across leaf1 and leaf2 (r's and q's uplinks), within
+  // leaf2, within leaf3.
+  v1::RankRequest own;
+  AddSquareJob(own, "n", 100000);
+  own.mutable_options()->set_own_candidates(0);
+  for (auto [id, a, b] : {std::tuple{"across", "s3", "s5"}, {"leaf2", "s5", "s6"}, {"leaf3", "s8", "s9"}}) {
+    v1::Candidate* c = own.add_candidates();
+    c->set_id(id);
+    (*c->mutable_servers())["n"].add_servers(a);
+    (*c->mutable_servers())["n"].add_servers(b);
+  }
+  v1::RankRequest committed = own;
+  committed.set_running_committed(true);
+  // The same request built by the client: the snapshot's jobs pinned at
+  // their offsets, their shares in the running part, before n.
+  auto from_snapshot = [&](const std::string& except) {
+    absl::StatusOr<v1::Snapshot> snapshot = service->GetSnapshot({});
+    EXPECT_TRUE(snapshot.ok());
+    placer::RankRequest r;
+    absl::StatusOr<std::vector<protocol::RunningJob>> running =
+        protocol::RunningJobsOfSnapshot(*snapshot, r.links);
+    EXPECT_TRUE(running.ok()) << running.status();
+    protocol::AddRunningJobs(*running, r, except);
+    v1::RankRequest wire = protocol::ToProto(r);
+    wire.mutable_jobs()->MergeFrom(own.jobs());
+    *wire.mutable_candidates() = own.candidates();
+    *wire.mutable_options() = own.options();
+    return wire;
+  };
+  auto expect_same = [&](const char* when) {
+    // phasord's first: the other request gives the committed jobs'
+    // profiles, which counts as a change of what it keeps.
+    absl::StatusOr<v1::RankReply> added = service->Rank(committed);
+    absl::StatusOr<v1::RankReply> sent = service->Rank(from_snapshot(""));
+    ASSERT_TRUE(sent.ok()) << sent.status();
+    ASSERT_TRUE(added.ok()) << added.status();
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Comparable(*sent), Comparable(*added)))
+        << when << ":\n" << sent->DebugString() << "\n" << added->DebugString();
+    // And again, so that what phasord keeps is current before the next change.
+    ASSERT_TRUE(service->Rank(committed).ok());
+  };
+  expect_same("r and q committed");
+  // The running jobs are really in it: each ranked candidate carries their
+  // shifts, and n across the racks shares their uplinks (alone it shares none).
+  absl::StatusOr<v1::RankReply> reply = service->Rank(committed);
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->ranked_size(), 3);
+  std::vector<std::string> jobs;
+  for (const v1::JobShift& s : reply->ranked(0).shifts()) jobs.push_back(s.job());
+  EXPECT_THAT(jobs, ::testing::ElementsAre("q", "r", "n"));
+  EXPECT_EQ(reply->ranked(2).candidate(), "across");
+  EXPECT_LT(reply->ranked(2).score(), 1);
+  absl::StatusOr<v1::RankReply> alone = service->Rank(own);
+  ASSERT_TRUE(alone.ok());
+  for (const v1::RankedCandidate& c : alone->ranked()) EXPECT_EQ(c.score(), 1) << c.candidate();
+
+  // n committed across the racks: the next ranking has it running too.
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(reply->ranking_id());
+  commit.set_candidate("across");
+  ASSERT_TRUE(service->Commit(commit).ok());
+  own.mutable_jobs(0)->set_id("m");
+  for (v1::Candidate& c : *own.mutable_candidates()) {
+    (*c.mutable_servers())["m"] = c.servers().at("n");
+    c.mutable_servers()->erase("n");
+  }
+  own.mutable_candidates(0)->mutable_servers()->at("m").set_servers(0, "s6");  // s3 is n's now
+  committed = own;
+  committed.set_running_committed(true);
+  expect_same("n committed");
+  // A probe's profile of r (another period) replaces the one it was
+  // committed with.
+  v1::ProfileUpdate probe;
+  probe.set_subject("r");
+  probe.set_kind(v1::ProfileUpdate::JOB);
+  probe.set_period_us(90000);
+  probe.set_bin_us(30000);
+  for (double g : {80.0, 80.0, 0.0}) probe.add_gbps(g);
+  probe.set_confidence(1);
+  ASSERT_TRUE(service->AcceptProfile(probe).ok());
+  expect_same("r's profile from a probe");
+  // q released: it is not ranked among any more.
+  v1::ReleasePlacement release;
+  release.add_jobs("q");
+  ASSERT_TRUE(service->Release(release).ok());
+  expect_same("q released");
+  // A request that gives committed n another profile (ranked, not committed):
+  // GetSnapshot reports n with it, and so does running_committed.
+  v1::RankRequest renamed;
+  AddSquareJob(renamed, "n", 80000);
+  v1::Candidate* on = renamed.add_candidates();
+  on->set_id("on");
+  (*on->mutable_servers())["n"].add_servers("s3");
+  (*on->mutable_servers())["n"].add_servers("s5");
+  ASSERT_TRUE(service->Rank(renamed).ok());
+  expect_same("n's profile from a request");
+  reply = service->Rank(committed);
+  ASSERT_TRUE(reply.ok());
+  jobs.clear();
+  for (const v1::JobShift& s : reply->ranked(0).shifts()) jobs.push_back(s.job());
+  EXPECT_THAT(jobs, ::testing::ElementsAre("n", "r", "m"));
+
+  // A committed job the request names is ranked as the request gives it,
+  // not also as running (re-placing r).
+  v1::RankRequest again;
+  AddSquareJob(again, "r", 100000);
+  again.set_running_committed(true);
+  v1::Candidate* c = again.add_candidates();
+  c->set_id("leaf3");
+  (*c->mutable_servers())["r"].add_servers("s8");
+  (*c->mutable_servers())["r"].add_servers("s9");
+  v1::RankRequest sent = from_snapshot("r");
+  sent.mutable_jobs()->RemoveLast();  // own's m
+  sent.mutable_jobs()->MergeFrom(again.jobs());
+  *sent.mutable_candidates() = again.candidates();
+  sent.clear_options();
+  absl::StatusOr<v1::RankReply> b = service->Rank(again), a = service->Rank(sent);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Comparable(*a), Comparable(*b)))
+      << a->DebugString() << "\n" << b->DebugString();
+
+  // With a running part of its own as well: refused, named.
+  (*committed.mutable_running()->mutable_servers())["x"].add_servers("s3");
+  EXPECT_EQ(service->Rank(committed).status(),
+            absl::InvalidArgumentError("running_committed: the request also carries a running part (running.links or "
+                                       "running.servers); send one or the other"));
 }
 
 // A ring whose ranks alternate between two leaves crosses the uplink on every

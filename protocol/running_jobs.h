@@ -1,14 +1,14 @@
 // The jobs already running, as the ranking of a new job takes them: each
 // pinned at the shift phasord published for it (SPEC section 4, "pinned
 // jobs"), its placement given once, in the request's running part, common to
-// every candidate. Every host integration that asks phasord to place a job
-// among running ones (the Slurm controller from its own record of placed
-// jobs, the Kubernetes extender from phasord's committed placement) builds
-// that part of its request here, so the rule lives once.
+// every candidate. Whoever builds that part of a request builds it here, so
+// the rule lives once: the Slurm controller from its own record of placed
+// jobs, and phasord from its committed placement for a request that asks
+// for it (RankRequest.running_committed; the Kubernetes extender's).
 //
 // Pure functions; thread-safe.
-#ifndef PHASOR_INTEGRATIONS_CLIENT_RUNNING_JOBS_H_
-#define PHASOR_INTEGRATIONS_CLIENT_RUNNING_JOBS_H_
+#ifndef PHASOR_PROTOCOL_RUNNING_JOBS_H_
+#define PHASOR_PROTOCOL_RUNNING_JOBS_H_
 
 #include <cstdint>
 #include <map>
@@ -20,7 +20,7 @@
 #include "placer/ranker.h"
 #include "protocol/phasor.pb.h"
 
-namespace phasor::client {
+namespace phasor::protocol {
 
 struct RunningJob {
   std::string id;
@@ -38,6 +38,14 @@ struct RunningJob {
 void AddRunningJobs(const std::vector<RunningJob>& running, placer::RankRequest& request,
                     const std::string& except = "");
 
+// The same rule for a request that already names its own jobs (phasord's
+// RankRequest.running_committed): the running jobs the request does not name
+// go before its jobs, in `running`'s order, their placements into
+// request.running, and the capacities of `links` the request does not give
+// before its links. Returns how many jobs went in.
+size_t PrependRunningJobs(const std::vector<RunningJob>& running, const std::vector<placer::Link>& links,
+                          placer::RankRequest& request);
+
 // phasord's committed placement (a GetSnapshot reply) as running jobs in link
 // form, at the shifts of their offsets: the jobs the snapshot has a profile
 // and committed link shares for. The links' capacities go to `links`.
@@ -45,6 +53,6 @@ void AddRunningJobs(const std::vector<RunningJob>& running, placer::RankRequest&
 absl::StatusOr<std::vector<RunningJob>> RunningJobsOfSnapshot(const v1::Snapshot& snapshot,
                                                               std::vector<placer::Link>& links);
 
-}  // namespace phasor::client
+}  // namespace phasor::protocol
 
-#endif  // PHASOR_INTEGRATIONS_CLIENT_RUNNING_JOBS_H_
+#endif  // PHASOR_PROTOCOL_RUNNING_JOBS_H_
