@@ -200,8 +200,10 @@ absl::StatusOr<v1::RankReply> Client::Rank(v1::RankRequest request) {
   return reply;
 }
 
-absl::StatusOr<RankResult> Client::Rank(const placer::RankRequest& request) {
-  absl::StatusOr<v1::RankReply> reply = Rank(protocol::ToProto(request));
+absl::StatusOr<RankResult> Client::Rank(const placer::RankRequest& request, v1::RankRequest::ReplyDetail detail) {
+  v1::RankRequest wire = protocol::ToProto(request);
+  wire.set_reply_detail(detail);
+  absl::StatusOr<v1::RankReply> reply = Rank(std::move(wire));
   if (!reply.ok()) return reply.status();
   RankResult result;
   result.ranking_id = reply->ranking_id();

@@ -82,7 +82,10 @@ class Client {
 
   // Both set RankRequest.wait_ms to timeout_ms (unless the request sets it),
   // so phasord does not solve a request this call has stopped waiting for.
-  absl::StatusOr<RankResult> Rank(const placer::RankRequest& request);
+  // `detail`: ORDER for a caller that reads the order and commits (no
+  // per-link results on the wire; RankRequest.reply_detail).
+  absl::StatusOr<RankResult> Rank(const placer::RankRequest& request,
+                                  phasor::v1::RankRequest::ReplyDetail detail = phasor::v1::RankRequest::FULL);
   absl::StatusOr<phasor::v1::RankReply> Rank(phasor::v1::RankRequest request);
   absl::StatusOr<phasor::v1::CommitReply> Commit(uint64_t ranking_id, const std::string& candidate);
   absl::StatusOr<phasor::v1::OffsetUpdate> GetOffset(const std::string& job);

@@ -446,7 +446,8 @@ absl::StatusOr<SlurmController::Choice> SlurmController::Rank(Ranking& r, client
   if (r.request.candidates.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("no candidate can be routed: ", unrouted));
   }
-  absl::StatusOr<client::RankResult> ranked = phasord.Rank(r.request);
+  // The controller reads the order, the score and the ring order only.
+  absl::StatusOr<client::RankResult> ranked = phasord.Rank(r.request, v1::RankRequest::ORDER);
   if (!ranked.ok()) return absl::Status(ranked.status().code(), absl::StrCat("phasord: ", ranked.status().message()));
   if (ranked->ranking.ranked.empty()) {
     std::string why = ranked->ranking.rejected.empty() ? "no candidate" : ranked->ranking.rejected[0].reason;
@@ -1077,7 +1078,7 @@ absl::Status SlurmController::Start(const std::string& job_id, const std::string
     status = absl::FailedPreconditionError(absl::StrCat("cannot route the job: ", unrouted));
   } else if (phasord == nullptr) {
     status = absl::UnavailableError("phasord: cannot connect");
-  } else if (absl::StatusOr<client::RankResult> ranked = phasord->Rank(request); !ranked.ok()) {
+  } else if (absl::StatusOr<client::RankResult> ranked = phasord->Rank(request, v1::RankRequest::ORDER); !ranked.ok()) {
     status = absl::Status(ranked.status().code(), absl::StrCat("phasord: ", ranked.status().message()));
   } else if (ranked->ranking.ranked.empty()) {
     status = absl::FailedPreconditionError(absl::StrCat(
