@@ -346,7 +346,9 @@ nlohmann::ordered_json RankingToJson(const Ranking& ranking) {
       jl["capacity_gbps"] = l.capacity_gbps;
       jl["circle_bins"] = l.circle_bins;
       jl["rounding_error_us"] = nlohmann::ordered_json::object();
-      for (const std::string& job : l.jobs) jl["rounding_error_us"][job] = l.rounding_error_us.at(job);
+      for (size_t i = 0; i < l.jobs.size() && i < l.rounding_error_us.size(); ++i) {
+        jl["rounding_error_us"][l.jobs[i]] = l.rounding_error_us[i];
+      }
       jc["links"].push_back(std::move(jl));
     }
     out["ranked"].push_back(std::move(jc));

@@ -507,10 +507,12 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
     r.exact = cl.solve->solution.exact;
     r.optimal_score = cl.solve->solution.score;
     std::vector<uint32_t> s(cl.jobs.size());
+    r.jobs.reserve(cl.jobs.size());
+    r.rounding_error_us.reserve(cl.jobs.size());
     for (size_t p = 0; p < cl.jobs.size(); ++p) {
       s[p] = cl.Bins(p, shifts[cl.jobs[p]]);
       r.jobs.push_back(jobs[cl.jobs[p]]->id);
-      r.rounding_error_us[jobs[cl.jobs[p]]->id] = cl.solve->circle.jobs[p].rounding_error_us;
+      r.rounding_error_us.push_back(cl.solve->circle.jobs[p].rounding_error_us);
     }
     // A rotation of the link's own optimum (always so on tree components)
     // scores the same: no need to sum the circle again. Nor for the shifts

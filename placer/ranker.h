@@ -147,7 +147,9 @@ struct LinkResult {
   uint32_t quantum_us = 0;        // the quantum the link's circle used
   uint64_t circle_bins = 0;
   bool exact = false;             // the link's own optimum is proven
-  std::map<std::string, int64_t> rounding_error_us;  // T'_j - T_j per job
+  // T'_j - T_j of each job of `jobs`, in that order (a vector, not a map by
+  // id: at 10,000 servers a ranking holds 80,000 link results).
+  std::vector<int64_t> rounding_error_us;
 };
 
 struct RankedCandidate {

@@ -215,7 +215,9 @@ v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest&
       l->set_quantum_us(lr.quantum_us);
       l->set_circle_bins(lr.circle_bins);
       l->set_exact(lr.exact);
-      for (const auto& [job, err] : lr.rounding_error_us) (*l->mutable_rounding_error_us())[job] = err;
+      for (size_t i = 0; i < lr.jobs.size() && i < lr.rounding_error_us.size(); ++i) {
+        (*l->mutable_rounding_error_us())[lr.jobs[i]] = lr.rounding_error_us[i];
+      }
     }
   }
   for (const placer::RejectedCandidate& rj : ranking.rejected) {
@@ -250,7 +252,11 @@ placer::Ranking FromProto(const v1::RankReply& reply) {
       lr.quantum_us = l.quantum_us();
       lr.circle_bins = l.circle_bins();
       lr.exact = l.exact();
-      for (const auto& [job, err] : l.rounding_error_us()) lr.rounding_error_us[job] = err;
+      // Per job of `jobs`; a job the map leaves out: 0.
+      for (const std::string& job : lr.jobs) {
+        auto err = l.rounding_error_us().find(job);
+        lr.rounding_error_us.push_back(err != l.rounding_error_us().end() ? err->second : 0);
+      }
       rc.links.push_back(std::move(lr));
     }
     out.ranked.push_back(std::move(rc));

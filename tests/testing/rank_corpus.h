@@ -239,7 +239,13 @@ inline void AddRanking(const placer::Ranking& ranking, Digest& digest) {
       digest.Add(static_cast<uint64_t>(l.quantum_us));
       digest.Add(l.circle_bins);
       digest.Add(l.exact);
-      for (const auto& [job, error] : l.rounding_error_us) {
+      // By job id, as when they were a map by id (digests compare across commits).
+      std::vector<std::pair<std::string, int64_t>> errors;
+      for (size_t i = 0; i < l.jobs.size() && i < l.rounding_error_us.size(); ++i) {
+        errors.emplace_back(l.jobs[i], l.rounding_error_us[i]);
+      }
+      std::sort(errors.begin(), errors.end());
+      for (const auto& [job, error] : errors) {
         digest.Add(job);
         digest.Add(static_cast<uint64_t>(error));
       }
