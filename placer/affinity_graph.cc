@@ -1,37 +1,16 @@
 #include "placer/affinity_graph.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <queue>
 
 #include <boost/graph/connected_components.hpp>
-#include <boost/graph/kruskal_min_spanning_tree.hpp>
+#include <boost/pending/disjoint_sets.hpp>
 
 namespace phasor::placer {
-namespace {
-
-// Union-find over the component's vertices, for the spanning-tree enumeration.
-class DisjointSets {
- public:
-  explicit DisjointSets(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
-  size_t Find(size_t v) {
-    while (parent_[v] != v) v = parent_[v] = parent_[parent_[v]];
-    return v;
-  }
-  bool Unite(size_t a, size_t b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return false;
-    parent_[a] = b;
-    return true;
-  }
-
- private:
-  std::vector<size_t> parent_;
-};
-
-}  // namespace
 
 AffinityGraph::AffinityGraph(size_t job_count, const std::vector<std::vector<size_t>>& link_jobs)
     : job_count_(job_count), graph_(job_count + link_jobs.size()) {
@@ -54,30 +33,41 @@ AffinityGraph::AffinityGraph(size_t job_count, const std::vector<std::vector<siz
 
 std::vector<AffinityGraph::Edge> AffinityGraph::MaxWeightSpanningTree(
     const Component& component, const std::vector<double>& link_weight) const {
-  // Kruskal minimises: negate the weights on a graph of the component alone.
-  // Each edge carries its index in component.edges, so the tree maps back
-  // without a search. Vertices: the component's jobs, then its links, each
-  // in ascending order (both lists are sorted).
-  using Weighted = boost::adjacency_list<
-      boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
-      boost::property<boost::edge_weight_t, double, boost::property<boost::edge_index_t, size_t>>>;
+  // Kruskal as Boost.Graph's kruskal_minimum_spanning_tree runs it on a graph
+  // of the component with negated weights: every edge pushed, in the
+  // component's order, onto a std::priority_queue ordered by std::greater of
+  // the negated weight, popped into Boost's disjoint sets. The heap holds the
+  // weight beside the edge's index instead of a descriptor pointing at it
+  // (Boost's form spent most of a large component's solve there), and the
+  // loop stops at vertices - 1 edges, after which no edge joins two sets.
+  // The same comparisons in the same order: ties pop as they do in Boost,
+  // so the tree is the one it returns, edge for edge.
   const size_t jobs = component.jobs.size();
+  const size_t vertices = jobs + component.links.size();
   auto position = [](const std::vector<size_t>& sorted, size_t v) {
     return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin());
   };
-  Weighted g(jobs + component.links.size());
+  using Entry = std::pair<double, uint32_t>;  // (negated weight, index in component.edges)
+  auto heaviest_on_top = [](const Entry& a, const Entry& b) { return std::greater<double>()(a.first, b.first); };
+  std::vector<Entry> heap;
+  heap.reserve(component.edges.size());
+  std::priority_queue<Entry, std::vector<Entry>, decltype(heaviest_on_top)> queue(heaviest_on_top, std::move(heap));
   for (size_t i = 0; i < component.edges.size(); ++i) {
-    const Edge& e = component.edges[i];
-    boost::add_edge(position(component.jobs, e.first), jobs + position(component.links, e.second),
-                    Weighted::edge_property_type(-link_weight[e.second], i), g);
+    queue.emplace(-link_weight[component.edges[i].second], static_cast<uint32_t>(i));
   }
-  std::vector<boost::graph_traits<Weighted>::edge_descriptor> tree;
-  tree.reserve(boost::num_vertices(g));
-  boost::kruskal_minimum_spanning_tree(g, std::back_inserter(tree));
-  const auto index = boost::get(boost::edge_index, g);
+  boost::disjoint_sets_with_storage<> sets(vertices);
   std::vector<Edge> out;
-  out.reserve(tree.size());
-  for (const auto& e : tree) out.push_back(component.edges[boost::get(index, e)]);
+  out.reserve(vertices == 0 ? 0 : vertices - 1);
+  while (!queue.empty() && out.size() + 1 < vertices) {
+    const Edge& e = component.edges[queue.top().second];
+    queue.pop();
+    const size_t u = sets.find_set(position(component.jobs, e.first));
+    const size_t v = sets.find_set(jobs + position(component.links, e.second));
+    if (u != v) {
+      out.push_back(e);
+      sets.link(u, v);
+    }
+  }
   return out;
 }
 
@@ -111,7 +101,7 @@ size_t AffinityGraph::ForEachSpanningTree(
   std::vector<Edge> tree;
   while (visited < limit) {
     tree.clear();
-    DisjointSets sets(vertices);
+    boost::disjoint_sets_with_storage<> sets(vertices);
     size_t d = 0;
     bool connected = true;
     for (size_t i = 0; i < e; ++i) {
@@ -120,10 +110,13 @@ size_t AffinityGraph::ForEachSpanningTree(
         continue;
       }
       const Edge& edge = component.edges[i];
-      if (!sets.Unite(job_vertex.at(edge.first), link_vertex.at(edge.second))) {
+      const size_t a = sets.find_set(job_vertex.at(edge.first));
+      const size_t b = sets.find_set(link_vertex.at(edge.second));
+      if (a == b) {
         connected = false;  // a loop remains, so the rest cannot span
         break;
       }
+      sets.link(a, b);
       tree.push_back(edge);
     }
     if (connected) {

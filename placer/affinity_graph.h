@@ -56,7 +56,9 @@ class AffinityGraph {
                              const std::function<void(const std::vector<Edge>&)>& visit) const;
 
  private:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  // Edges in a vector (Boost's default is a list: an allocation per edge).
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+                                      boost::no_property, boost::no_property, boost::vecS>;
 
   size_t job_count_;
   Graph graph_;  // vertices: jobs 0..J-1, then links J..J+L-1

@@ -15,13 +15,14 @@ size_t JointLink::PositionOf(size_t j) const {
   return static_cast<size_t>(std::find(jobs.begin(), jobs.end(), j) - jobs.begin());
 }
 
-uint32_t JointLink::Bins(size_t pos, int64_t t_us) const {
-  const int64_t b = circle->JobBins(pos);
-  const int64_t s = std::llround(static_cast<double>(t_us) / circle->quantum_us);
+uint32_t ShiftBins(const UnifiedCircle& circle, size_t pos, int64_t t_us) {
+  const int64_t b = circle.JobBins(pos);
+  const int64_t s = std::llround(static_cast<double>(t_us) / circle.quantum_us);
   return static_cast<uint32_t>(((s % b) + b) % b);
 }
 
 double JointLink::Cost(const std::vector<int64_t>& t) const {
+  if (pinned_cost) return *pinned_cost;
   // The thread's scratch: a component's objective asks every link's cost,
   // thousands of them on a large fabric.
   thread_local std::vector<uint32_t> s;
@@ -140,12 +141,26 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
   }
   absl::flat_hash_set<std::vector<int64_t>> tried;
   std::vector<int64_t> placed(free_jobs.size());
+  // The first tree is best until a second one is scored, so its objective
+  // is summed only then (a large component with one tree summed every link
+  // for nothing). Objectives are finite (capacities > 0): the first tree
+  // always beats the initial infinity, as it did when summed at once.
+  bool first_cost_due = false;
   auto try_tree = [&](const std::vector<AffinityGraph::Edge>& tree) {
     std::vector<int64_t> t = shifts;
     WalkSpanningTree(tree, root, root_shift, link_shift, period, t);
     pin(t);
     for (size_t i = 0; i < free_jobs.size(); ++i) placed[i] = t[free_jobs[i]];
     if (!tried.insert(placed).second) return;
+    if (tried.size() == 1) {
+      best = std::move(t);
+      first_cost_due = true;
+      return;
+    }
+    if (first_cost_due) {
+      best_cost = JointObjective(component, links, best);
+      first_cost_due = false;
+    }
     const double cost = JointObjective(component, links, t);
     if (cost < best_cost - 1e-15) {
       best_cost = cost;

@@ -52,6 +52,9 @@ struct JointSolverOptions {
   bool centre = true;
 };
 
+// A shift in us of the job at `pos` of `circle` as bins of the circle (< B_pos).
+uint32_t ShiftBins(const UnifiedCircle& circle, size_t pos, int64_t t_us);
+
 // One contended link of the candidate, solved alone.
 struct JointLink {
   const UnifiedCircle* circle = nullptr;    // not owned; outlives the call
@@ -62,10 +65,16 @@ struct JointLink {
   // random phases (the spanning tree's weight). Read for the component's links.
   double gain = 0;
 
+  // Set only when every job on the link is pinned: Cost at the pins. The
+  // solver never moves a pinned job, so Cost returns it without summing the
+  // circle (a caller ranking several candidates against one set of running
+  // jobs computes it once).
+  std::optional<double> pinned_cost;
+
   // The position of job j on this link (its index in `jobs`).
   size_t PositionOf(size_t j) const;
   // A shift in us of the job at `pos` as bins of this link's circle (< B_pos).
-  uint32_t Bins(size_t pos, int64_t t_us) const;
+  uint32_t Bins(size_t pos, int64_t t_us) const { return ShiftBins(*circle, pos, t_us); }
   // The link's normalised excess (excess / (N * C)) with every job at t[jobs[p]] us.
   double Cost(const std::vector<int64_t>& t) const;
 };

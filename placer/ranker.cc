@@ -178,7 +178,7 @@ struct ContendedLink {
     return out;
   }
   // t (us) -> bins of job at `pos` on this link's circle.
-  uint32_t Bins(size_t pos, int64_t t_us) const { return AsJoint().Bins(pos, t_us); }
+  uint32_t Bins(size_t pos, int64_t t_us) const { return ShiftBins(solve->circle, pos, t_us); }
 };
 
 class Ranker {
@@ -242,6 +242,9 @@ class Ranker {
   std::vector<size_t> local_of_;  // request job index -> the candidate's local index
   // Per link solve (held by cache_), the last bins it was scored at and the score.
   std::unordered_map<const LinkSolve*, std::pair<std::vector<uint32_t>, double>> scored_;
+  // JointLink::pinned_cost by solve, for links whose every job is pinned
+  // (two or more: the solve's key holds their pins, so one solve is one cost).
+  std::unordered_map<const LinkSolve*, double> pinned_cost_;
 };
 
 absl::Status Ranker::CheckNames(const std::string& job, const std::map<std::string, double>& job_links) const {
@@ -480,7 +483,16 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
         for (const Job* job : jobs) joint_jobs.push_back({job->profile.period_us, job->pinned_shift_us});
       }
       for (size_t l : component.links) {
-        joint_links[l].gain = contended[l].solve->solution.score - contended[l].solve->BaselineScore();
+        const ContendedLink& cl = contended[l];
+        joint_links[l].gain = cl.solve->solution.score - cl.solve->BaselineScore();
+        // A link of pinned jobs costs the same in every candidate: its solve
+        // (one per key, and the key holds the pins) says which.
+        if (!joint_links[l].pinned_cost &&
+            std::all_of(cl.jobs.begin(), cl.jobs.end(), [&](size_t j) { return jobs[j]->pinned_shift_us.has_value(); })) {
+          auto [known, fresh] = pinned_cost_.try_emplace(cl.solve.get());
+          if (fresh) known->second = joint_links[l].Cost(shifts);
+          joint_links[l].pinned_cost = known->second;
+        }
       }
       const JointResult joint = SolveJoint(graph, component, joint_links, joint_jobs,
                                            request_.options.joint, shifts, [this] { return OutOfTime(); });
