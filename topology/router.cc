@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -97,7 +98,7 @@ absl::StatusOr<EcmpMode> ParseEcmpMode(std::string_view name) {
 }
 
 Router::Router(const Topology& topology, RouterOptions options)
-    : topology_(topology), options_(options), graph_(std::make_unique<Graph>()) {
+    : topology_(topology), options_(options), graph_(std::make_unique<Graph>()), tables_(options.max_table_bytes) {
   BoostGraph& g = graph_->g;
   g = BoostGraph(topology_.nodes().size());
   for (LinkIndex l = 0; l < topology_.links().size(); ++l) {
@@ -134,12 +135,25 @@ std::shared_ptr<const Router::DestTable> Router::BuildTable(NodeIndex dst) const
 std::shared_ptr<const Router::DestTable> Router::Table(NodeIndex dst) const {
   {
     absl::MutexLock lock(&mu_);
-    auto it = tables_.find(dst);
-    if (it != tables_.end()) return it->second;
+    if (std::optional<std::shared_ptr<const DestTable>> known = tables_.Find(dst)) return *std::move(known);
   }
+  // Built outside the lock (two threads may build one table; either is kept).
   std::shared_ptr<const DestTable> built = BuildTable(dst);
+  const size_t bytes = sizeof(DestTable) + built->dist.size() * sizeof(uint32_t) +
+                       built->count.size() * sizeof(double);
   absl::MutexLock lock(&mu_);
-  return tables_.emplace(dst, std::move(built)).first->second;
+  tables_.Put(dst, built, bytes);
+  return built;
+}
+
+size_t Router::table_count() const {
+  absl::MutexLock lock(&mu_);
+  return tables_.size();
+}
+
+size_t Router::table_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return tables_.total_cost();
 }
 
 std::shared_ptr<const Router::RingShares> Router::FindRing(const std::string& key) const {

@@ -258,6 +258,31 @@ TEST(RouterTest, PathListingIsCapped) {
   EXPECT_EQ(p->paths.size(), 3u);
 }
 
+TEST(RouterTest, KeepsItsTablesWithinTheirBoundAndRoutesAsAnUnboundedRouter) {
+  const Topology t = FatTree4();  // 16 servers, 36 nodes: a table is a few hundred bytes
+  Router unbounded(t);
+  RouterOptions small;
+  small.max_table_bytes = 1500;
+  Router bounded(t, small);
+  // Every pair twice: the bounded router forgets tables and builds them again.
+  for (int round = 0; round < 2; ++round) {
+    for (int a = 1; a <= 16; ++a) {
+      for (int b = 1; b <= 16; ++b) {
+        const std::string sa = absl::StrCat("s", a), sb = absl::StrCat("s", b);
+        absl::StatusOr<std::vector<LinkShare>> want = unbounded.FlowLinkShares(sa, sb);
+        absl::StatusOr<std::vector<LinkShare>> got = bounded.FlowLinkShares(sa, sb);
+        ASSERT_TRUE(want.ok() && got.ok());
+        EXPECT_EQ(ById(t, *got), ById(t, *want)) << sa << " -> " << sb;
+        EXPECT_LE(bounded.table_bytes(), small.max_table_bytes);
+      }
+    }
+  }
+  EXPECT_GE(bounded.table_count(), 1u);
+  EXPECT_LT(bounded.table_count(), 16u);  // some were forgotten
+  EXPECT_EQ(unbounded.table_count(), 16u);
+  EXPECT_GT(unbounded.table_bytes(), small.max_table_bytes);
+}
+
 TEST(RouterTest, ParsesEcmpMode) {
   EXPECT_EQ(*ParseEcmpMode("even"), EcmpMode::kEvenSplit);
   EXPECT_EQ(*ParseEcmpMode("hash"), EcmpMode::kFlowHash);
