@@ -324,8 +324,7 @@ void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& 
   std::map<std::string, std::map<std::string, double>> routed;
   for (const auto& [job, servers] : request.running.servers) {
     absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, servers);
-    if (shares.ok())
-      routed.emplace(job, std::map<std::string, double>(shares->begin(), shares->end()));
+    if (shares.ok()) routed.emplace(job, *std::move(shares));
   }
   OwnCandidateOptions options;
   options.count = request.options.own_candidates;
