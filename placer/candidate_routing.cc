@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "placer/candidates.h"
 #include "placer/ring_order.h"
@@ -40,7 +41,10 @@ Routed Route(const topology::Router& router, const std::map<std::string, std::ve
 
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
                      RankRequest& request, std::vector<RejectedCandidate>& unrouted) {
-  std::set<std::string> defined;
+  // The links the request defines so far (a hash set: at 10,000 servers
+  // thousands, inserted per request, where a tree's string compares showed).
+  absl::flat_hash_set<std::string> defined;
+  defined.reserve(request.links.size());
   for (const Link& link : request.links) defined.insert(link.id);
 
   // The running part is routed once for every candidate. A job given in both
