@@ -232,6 +232,10 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   if (absl::Status s = placer::ValidateRankRequest(*request); !s.ok()) return s;
   PreparedRanking prepared;
   const std::map<std::string, std::vector<std::string>> running_servers = request->running.servers;
+  // The running part's servers routed once, for phasor's own candidates and
+  // the candidates' routing both.
+  std::optional<placer::RoutedRunning> routed_running;
+  if (fabric_router_) routed_running = placer::RouteRunning(*fabric_router_, *request);
   if (!request->free_servers.empty()) {
     if (!fabric_) {
       return absl::FailedPreconditionError(
@@ -250,13 +254,13 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
     // the servers it says are wholly free; then the host's packing kept
     // (placer/packing.h): no server-form candidate, the host's or phasor's,
     // may leave fewer whole free servers or racks than the host's first.
-    placer::AddOwnCandidates(*fabric_, *fabric_router_, *request);
+    placer::AddOwnCandidates(*fabric_, *fabric_router_, *request, &*routed_running);
     if (options_.ranking_policy.keep_packing) placer::KeepPacking(*packing_->counts, *request, prepared.set_aside);
   }
   // Server-form candidates become link shares by the ring traffic model over
   // the configured fabric (the semantics of `phasor rank --topology`);
   // without a fabric Rank() rejects them itself.
-  if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.set_aside);
+  if (fabric_router_) placer::RouteCandidates(*fabric_, *fabric_router_, *request, prepared.set_aside, &*routed_running);
   prepared.limits = options_.rank_limits;
   prepared.limits.max_candidates = options_.max_candidates_per_request;
   prepared.policy = options_.ranking_policy;

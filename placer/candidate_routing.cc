@@ -40,20 +40,24 @@ Routed Route(const topology::Router& router, const std::map<std::string, std::ve
 }  // namespace
 
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
-                     RankRequest& request, std::vector<RejectedCandidate>& unrouted) {
+                     RankRequest& request, std::vector<RejectedCandidate>& unrouted, RoutedRunning* routed) {
   // The links the request defines so far (a hash set: at 10,000 servers
   // thousands, inserted per request, where a tree's string compares showed).
   absl::flat_hash_set<std::string> defined;
   defined.reserve(request.links.size());
   for (const Link& link : request.links) defined.insert(link.id);
 
-  // The running part is routed once for every candidate. A job given in both
-  // of its forms is left for ValidateRankRequest to name.
+  // The running part is routed once for every candidate (by the caller when
+  // it gives `routed`). A job given in both of its forms is left for
+  // ValidateRankRequest to name.
   RunningPlacement& running = request.running;
-  bool running_both = false;
-  for (const auto& [job, servers] : running.servers) running_both |= running.links.contains(job);
-  const bool route_running = !running.servers.empty() && !running_both;
-  const Routed running_routed = route_running ? Route(router, running.servers) : Routed{};
+  RoutedRunning routed_here;
+  if (routed == nullptr) {
+    routed_here = RouteRunning(router, request);
+    routed = &routed_here;
+  }
+  const bool route_running = routed->routed;
+  RoutedRunning& running_routed = *routed;
 
   // The running jobs' mean load per directed link (by link index), which
   // phasor's ring order keeps new rings off (placer/ring_order.h).
@@ -61,10 +65,10 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
   for (const Job& job : request.jobs) {
     if (job.pinned_shift_us) pinned.insert(job.id);
   }
-  std::vector<double> running_load;
-  if (request.options.ring_order == RingOrderMode::kPhasor) {
-    running_load = RunningLoad(fabric, request, running_routed.shares);
-  }
+  const std::vector<double> no_load;
+  const std::vector<double>& running_load = request.options.ring_order == RingOrderMode::kPhasor
+                                                ? RunningLoadOf(fabric, request, running_routed)
+                                                : no_load;
 
   std::vector<Candidate> kept;
   kept.reserve(request.candidates.size());
@@ -126,7 +130,7 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
   }
   request.candidates = std::move(kept);
   if (route_running && running_routed.failed_job.empty()) {
-    for (const auto& [job, links] : running_routed.shares) running.links[job] = links;
+    for (auto& [job, links] : running_routed.shares) running.links[job] = std::move(links);
     running.servers.clear();
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "placer/candidates.h"
 #include "placer/ranker.h"
 #include "topology/router.h"
 #include "topology/topology.h"
@@ -41,8 +42,13 @@ namespace phasor::placer {
 //
 // Shares can exceed 1 when several hops of one job's ring cross the same
 // directed link; they are passed on as they are (the ranker multiplies).
+//
+// `routed`, when given, is RouteRunning(router, request) made earlier for the
+// same request (AddOwnCandidates reads it too); its shares are moved into
+// running.links.
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
-                     RankRequest& request, std::vector<RejectedCandidate>& unrouted);
+                     RankRequest& request, std::vector<RejectedCandidate>& unrouted,
+                     RoutedRunning* routed = nullptr);
 
 // The same on the topology YAML at `topology_path` (even ECMP split).
 // Errors: the file cannot be read or is invalid (NotFound or InvalidArgument,

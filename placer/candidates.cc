@@ -316,21 +316,56 @@ std::map<std::string, std::vector<std::string>> PlacementKey(
   return key;
 }
 
+RoutedRunning RouteRunning(const topology::Router& router, const RankRequest& request) {
+  RoutedRunning out;
+  const RunningPlacement& running = request.running;
+  bool both = false;
+  for (const auto& [job, servers] : running.servers) both |= running.links.contains(job);
+  out.routed = !running.servers.empty() && !both;
+  out.complete = running.servers.empty();
+  if (!out.routed) return out;
+  for (const auto& [job, servers] : running.servers) {
+    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, servers);
+    if (!shares.ok()) {
+      out.failed_job = job;
+      out.reason = absl::StrCat("job '", job, "': ", shares.status().message());
+      return out;
+    }
+    out.shares.emplace(job, *std::move(shares));
+  }
+  out.complete = true;
+  return out;
+}
+
+const std::vector<double>& RunningLoadOf(const topology::Topology& fabric, const RankRequest& request,
+                                         RoutedRunning& running) {
+  if (!running.load) running.load = RunningLoad(fabric, request, running.shares);
+  return *running.load;
+}
+
 void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& router,
-                      RankRequest& request) {
+                      RankRequest& request, RoutedRunning* running) {
   if (request.free_servers.empty() || request.options.own_candidates == 0 ||
       request.candidates.empty())
     return;
-  std::map<std::string, std::map<std::string, double>> routed;
-  for (const auto& [job, servers] : request.running.servers) {
-    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, servers);
-    if (shares.ok()) routed.emplace(job, *std::move(shares));
+  // Every running job that routes (one that does not leaves every candidate
+  // unrouted later; its load is left out here).
+  std::vector<double> routed_here;
+  const std::vector<double>* load = &routed_here;
+  if (running != nullptr && running->complete) {
+    load = &RunningLoadOf(fabric, request, *running);
+  } else {
+    std::map<std::string, std::map<std::string, double>> routed;
+    for (const auto& [job, servers] : request.running.servers) {
+      absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, servers);
+      if (shares.ok()) routed.emplace(job, *std::move(shares));
+    }
+    routed_here = RunningLoad(fabric, request, routed);
   }
   OwnCandidateOptions options;
   options.count = request.options.own_candidates;
   std::vector<Candidate> own =
-      OwnCandidates(fabric, request.candidates.front(), request.free_servers,
-                    RunningLoad(fabric, request, routed), options);
+      OwnCandidates(fabric, request.candidates.front(), request.free_servers, *load, options);
   // Ids the host did not use; a placement the host proposed already (the
   // same servers for every job, in any order) is not proposed again.
   std::set<std::string> taken;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -104,8 +105,35 @@ std::map<std::string, std::vector<std::string>> PlacementKey(
 // on `router`), ids made unique against the host's. Nothing without
 // free_servers, with own_candidates 0 or when the first candidate gives links;
 // none that repeats a placement already proposed (same servers per job).
+//
+// `running`, when given and complete, is the running part already routed
+// (RouteRunning) and is used instead of routing it again.
+struct RoutedRunning;
 void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& router,
-                      RankRequest& request);
+                      RankRequest& request, RoutedRunning* running = nullptr);
+
+// request.running's server-form jobs routed once for a request: phasor's own
+// candidates (AddOwnCandidates) and the candidates' routing (RouteCandidates,
+// placer/candidate_routing.h) both read them and their load.
+struct RoutedRunning {
+  // By job, in job id order up to the first job that does not route; empty
+  // when the servers were not routed.
+  std::map<std::string, std::map<std::string, double>> shares;
+  std::string failed_job;  // the first job that did not route; empty when none
+  std::string reason;      // "job '<id>': ..." as topology::PlacementShares words it
+  // The servers were routed: there are some, and no job is given in both
+  // running forms (that is left for ValidateRankRequest).
+  bool routed = false;
+  // `shares` holds every server-form running job (also when there are none).
+  bool complete = false;
+  // RunningLoad(fabric, request, shares), set by RunningLoadOf on first use.
+  std::optional<std::vector<double>> load;
+};
+RoutedRunning RouteRunning(const topology::Router& router, const RankRequest& request);
+// running.load, computed on first use (the request's jobs and running.links
+// must not change in between).
+const std::vector<double>& RunningLoadOf(const topology::Topology& fabric, const RankRequest& request,
+                                         RoutedRunning& running);
 
 // The mean load (Gbit/s, by link index of `fabric`) of the request's running
 // jobs: for each, its mean rate times its share of each link, from
