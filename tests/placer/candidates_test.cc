@@ -21,6 +21,7 @@ namespace phasor::placer {
 namespace candidates_test {
 namespace {
 
+using ::testing::HasSubstr;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
@@ -326,6 +327,85 @@ TEST(OwnCandidatesTest, AddedBesideTheHostsAndJudgedByTheHostsPacking) {
   none.options.own_candidates = 0;
   AddOwnCandidates(fabric, router, none);
   EXPECT_EQ(none.candidates.size(), 1u);
+}
+
+TEST(RouteRunningTest, TheRunningPartRoutedOnceServesOwnCandidatesAndRoutingAsRoutingItInEach) {
+  const topology::Topology fabric = LeafSpine();
+  const topology::Router router(fabric);
+  auto request = [] {
+    RankRequest r = ServersRequest();
+    r.free_servers = AllBut({"s3", "s7"});
+    r.options.own_candidates = 2;
+    r.options.ring_order = RingOrderMode::kPhasor;
+    return r;
+  };
+  RankRequest each = request();
+  std::vector<RejectedCandidate> each_unrouted;
+  AddOwnCandidates(fabric, router, each);
+  RouteCandidates(fabric, router, each, each_unrouted);
+
+  RankRequest once = request();
+  RoutedRunning routed = RouteRunning(router, once);
+  EXPECT_TRUE(routed.routed);
+  EXPECT_TRUE(routed.complete);
+  EXPECT_TRUE(routed.failed_job.empty());
+  ASSERT_EQ(routed.shares.size(), 1u);
+  EXPECT_GT(routed.shares.at("old").at("leaf1->spine1"), 0.0);  // s3 on leaf1, s7 on leaf2
+  std::vector<RejectedCandidate> once_unrouted;
+  AddOwnCandidates(fabric, router, once, &routed);
+  ASSERT_TRUE(routed.load.has_value());  // the own candidates asked for the load
+  EXPECT_GT((*routed.load)[*fabric.FindLink("leaf1->spine1")], 0.0);
+  RouteCandidates(fabric, router, once, once_unrouted, &routed);
+
+  EXPECT_TRUE(each_unrouted.empty());
+  EXPECT_TRUE(once_unrouted.empty());
+  ASSERT_EQ(once.candidates.size(), each.candidates.size());
+  ASSERT_EQ(once.candidates.size(), 2u);  // the host's and phasor's
+  for (size_t i = 0; i < once.candidates.size(); ++i) {
+    EXPECT_EQ(once.candidates[i].id, each.candidates[i].id);
+    EXPECT_EQ(once.candidates[i].links, each.candidates[i].links);
+    EXPECT_EQ(once.candidates[i].rank_order, each.candidates[i].rank_order);
+  }
+  EXPECT_EQ(once.running.links, each.running.links);
+  EXPECT_TRUE(once.running.servers.empty());
+  ASSERT_EQ(once.links.size(), each.links.size());
+  for (size_t l = 0; l < once.links.size(); ++l) EXPECT_EQ(once.links[l].id, each.links[l].id);
+}
+
+TEST(RouteRunningTest, AJobThatDoesNotRouteOrIsGivenTwiceLeavesItIncomplete) {
+  const topology::Topology fabric = LeafSpine();
+  const topology::Router router(fabric);
+  RankRequest r = ServersRequest();
+  r.running.servers["bad"] = {"s3", "nowhere"};
+  RoutedRunning routed = RouteRunning(router, r);
+  EXPECT_TRUE(routed.routed);
+  EXPECT_FALSE(routed.complete);
+  EXPECT_EQ(routed.failed_job, "bad");  // "bad" < "old": the first in id order
+  EXPECT_THAT(routed.reason, HasSubstr("job 'bad': "));
+  EXPECT_THAT(routed.reason, HasSubstr("nowhere"));
+  // Every candidate unrouted with that reason, as when RouteCandidates routes it itself.
+  RankRequest itself = r;
+  std::vector<RejectedCandidate> given_unrouted, itself_unrouted;
+  RouteCandidates(fabric, router, r, given_unrouted, &routed);
+  RouteCandidates(fabric, router, itself, itself_unrouted);
+  ASSERT_EQ(given_unrouted.size(), 1u);
+  ASSERT_EQ(itself_unrouted.size(), 1u);
+  EXPECT_EQ(given_unrouted[0].reason, itself_unrouted[0].reason);
+  EXPECT_EQ(given_unrouted[0].reason, routed.reason);
+
+  // A job in both running forms is not routed (ValidateRankRequest names it).
+  RankRequest both = ServersRequest();
+  both.running.links["old"] = {{"leaf1->spine1", 1.0}};
+  const RoutedRunning not_routed = RouteRunning(router, both);
+  EXPECT_FALSE(not_routed.routed);
+  EXPECT_FALSE(not_routed.complete);
+  EXPECT_TRUE(not_routed.shares.empty());
+  // Nothing to route: complete, with nothing in it.
+  RankRequest none = ServersRequest();
+  none.running.servers.clear();
+  const RoutedRunning empty = RouteRunning(router, none);
+  EXPECT_FALSE(empty.routed);
+  EXPECT_TRUE(empty.complete);
 }
 
 }  // namespace
