@@ -13,32 +13,6 @@
 
 namespace phasor::placer {
 
-namespace {
-
-// One placement's jobs routed one by one: the first failing job (in job id
-// order) stops it, as topology::PlacementShares does.
-struct Routed {
-  topology::PlacementLinkShares shares;
-  std::string failed_job;  // empty when every job routed
-  std::string reason;      // "job '<id>': ..." as topology::PlacementShares words it
-};
-
-Routed Route(const topology::Router& router, const std::map<std::string, std::vector<std::string>>& servers) {
-  Routed out;
-  for (const auto& [job, list] : servers) {
-    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, list);
-    if (!shares.ok()) {
-      out.failed_job = job;
-      out.reason = absl::StrCat("job '", job, "': ", shares.status().message());
-      return out;
-    }
-    out.shares.emplace(job, *std::move(shares));
-  }
-  return out;
-}
-
-}  // namespace
-
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
                      RankRequest& request, std::vector<RejectedCandidate>& unrouted, RoutedRunning* routed) {
   // The links the request defines so far (a hash set: at 10,000 servers
@@ -89,7 +63,7 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
         if (order.ok()) list = *std::move(order);
       }
     }
-    Routed own = Route(router, candidate.servers);
+    RoutedServers own = RouteServers(router, candidate.servers);
     // The first failing job of the candidate and running together.
     std::string reason = own.reason;
     if (!running_routed.failed_job.empty() && (own.failed_job.empty() || running_routed.failed_job < own.failed_job)) {

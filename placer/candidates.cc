@@ -316,6 +316,21 @@ std::map<std::string, std::vector<std::string>> PlacementKey(
   return key;
 }
 
+RoutedServers RouteServers(const topology::Router& router,
+                           const std::map<std::string, std::vector<std::string>>& servers) {
+  RoutedServers out;
+  for (const auto& [job, list] : servers) {
+    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, list);
+    if (!shares.ok()) {
+      out.failed_job = job;
+      out.reason = absl::StrCat("job '", job, "': ", shares.status().message());
+      return out;
+    }
+    out.shares.emplace(job, *std::move(shares));
+  }
+  return out;
+}
+
 RoutedRunning RouteRunning(const topology::Router& router, const RankRequest& request) {
   RoutedRunning out;
   const RunningPlacement& running = request.running;
@@ -324,16 +339,8 @@ RoutedRunning RouteRunning(const topology::Router& router, const RankRequest& re
   out.routed = !running.servers.empty() && !both;
   out.complete = running.servers.empty();
   if (!out.routed) return out;
-  for (const auto& [job, servers] : running.servers) {
-    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, servers);
-    if (!shares.ok()) {
-      out.failed_job = job;
-      out.reason = absl::StrCat("job '", job, "': ", shares.status().message());
-      return out;
-    }
-    out.shares.emplace(job, *std::move(shares));
-  }
-  out.complete = true;
+  static_cast<RoutedServers&>(out) = RouteServers(router, running.servers);
+  out.complete = out.failed_job.empty();
   return out;
 }
 

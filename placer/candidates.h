@@ -112,15 +112,23 @@ struct RoutedRunning;
 void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& router,
                       RankRequest& request, RoutedRunning* running = nullptr);
 
-// request.running's server-form jobs routed once for a request: phasor's own
-// candidates (AddOwnCandidates) and the candidates' routing (RouteCandidates,
-// placer/candidate_routing.h) both read them and their load.
-struct RoutedRunning {
-  // By job, in job id order up to the first job that does not route; empty
-  // when the servers were not routed.
+// Jobs' servers (job -> servers in rank order) routed one by one on the
+// ring traffic model (topology::JobLinkShares): the first failing job, in job
+// id order, stops it, as topology::PlacementShares does.
+struct RoutedServers {
+  // By job, in job id order up to the first job that does not route.
   std::map<std::string, std::map<std::string, double>> shares;
   std::string failed_job;  // the first job that did not route; empty when none
   std::string reason;      // "job '<id>': ..." as topology::PlacementShares words it
+};
+RoutedServers RouteServers(const topology::Router& router,
+                           const std::map<std::string, std::vector<std::string>>& servers);
+
+// request.running's server-form jobs routed once for a request: phasor's own
+// candidates (AddOwnCandidates) and the candidates' routing (RouteCandidates,
+// placer/candidate_routing.h) both read them and their load. `shares` is
+// empty when the servers were not routed.
+struct RoutedRunning : RoutedServers {
   // The servers were routed: there are some, and no job is given in both
   // running forms (that is left for ValidateRankRequest).
   bool routed = false;
