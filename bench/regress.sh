@@ -131,7 +131,8 @@ if [ -x "$base_build/bench/rank_digest" ] && [ -x "$head_build/bench/rank_digest
   if cmp -s "$results/base.digest" "$results/head.digest"; then
     digest_status="identical ($(wc -l <"$results/head.digest") groups of tests/testing/rank_corpus.h)"
   else
-    digest_status="DIFFERENT: $(diff "$results/base.digest" "$results/head.digest" | grep '^>' | cut -c3- | tr '\n' ' ')"
+    # diff exits 1 on a difference: with pipefail that would end the script here.
+    digest_status="DIFFERENT: $({ diff "$results/base.digest" "$results/head.digest" || true; } | grep '^>' | cut -c3- | tr '\n' ' ')"
   fi
 fi
 

@@ -12,22 +12,43 @@
 
 namespace phasor::placer {
 
-AffinityGraph::AffinityGraph(size_t job_count, const std::vector<std::vector<size_t>>& link_jobs)
+AffinityGraph::AffinityGraph(size_t job_count, const std::vector<std::vector<size_t>>& link_jobs,
+                             const std::vector<bool>& pinned)
     : job_count_(job_count), graph_(job_count + link_jobs.size()) {
+  auto is_pinned = [&](size_t j) { return !pinned.empty() && pinned[j]; };
+  // A pinned job's edges join nothing: left out of the graph, added to the
+  // components of its links below.
   for (size_t l = 0; l < link_jobs.size(); ++l) {
-    for (size_t j : link_jobs[l]) boost::add_edge(j, job_count + l, graph_);
+    for (size_t j : link_jobs[l]) {
+      if (!is_pinned(j)) boost::add_edge(j, job_count + l, graph_);
+    }
   }
   std::vector<int> component_of(boost::num_vertices(graph_));
   const int count = boost::connected_components(graph_, component_of.data());
   std::vector<Component> all(count);
-  for (size_t l = 0; l < link_jobs.size(); ++l) {
-    Component& c = all[component_of[job_count + l]];
-    c.links.push_back(l);
-    for (size_t j : link_jobs[l]) c.edges.emplace_back(j, l);
+  std::vector<char> has_free(count, 0);
+  for (size_t j = 0; j < job_count; ++j) {
+    if (!is_pinned(j)) has_free[component_of[j]] = 1;
   }
-  for (size_t j = 0; j < job_count; ++j) all[component_of[j]].jobs.push_back(j);
+  for (size_t l = 0; l < link_jobs.size(); ++l) {
+    const int c = component_of[job_count + l];
+    if (!has_free[c]) continue;  // every job on it pinned
+    all[c].links.push_back(l);
+    for (size_t j : link_jobs[l]) {
+      all[c].edges.emplace_back(j, l);
+      if (is_pinned(j)) all[c].jobs.push_back(j);
+    }
+  }
+  for (size_t j = 0; j < job_count; ++j) {
+    if (!is_pinned(j)) all[component_of[j]].jobs.push_back(j);
+  }
   for (Component& c : all) {
-    if (!c.links.empty()) components_.push_back(std::move(c));
+    if (c.links.empty()) continue;
+    if (!pinned.empty()) {
+      std::sort(c.jobs.begin(), c.jobs.end());
+      c.jobs.erase(std::unique(c.jobs.begin(), c.jobs.end()), c.jobs.end());
+    }
+    components_.push_back(std::move(c));
   }
 }
 

@@ -23,19 +23,26 @@ class AffinityGraph {
   using Edge = std::pair<size_t, size_t>;
 
   // `link_jobs[l]` lists the jobs on contended link l (each appears once).
-  AffinityGraph(size_t job_count, const std::vector<std::vector<size_t>>& link_jobs);
+  // `pinned[j]` true (when given: one entry per job) marks a job whose shift
+  // is fixed: it joins no two links into one component (its shift is a
+  // constant on each of its links, so what the links on either side of it
+  // get does not depend on the other). A pinned job is then a job of every
+  // component one of whose links it crosses, and a link whose every job is
+  // pinned belongs to no component (its shifts are given).
+  AffinityGraph(size_t job_count, const std::vector<std::vector<size_t>>& link_jobs,
+                const std::vector<bool>& pinned = {});
 
   struct Component {
-    std::vector<size_t> jobs;   // ascending
+    std::vector<size_t> jobs;   // ascending (the pinned ones on its links included)
     std::vector<size_t> links;  // ascending
-    std::vector<Edge> edges;    // every (job, link) edge of the component
+    std::vector<Edge> edges;    // every (job, link) edge of its links
     // Loops: edges - vertices + 1 > 0 (the cyclomatic number).
     size_t cyclomatic_number() const { return edges.size() + 1 - jobs.size() - links.size(); }
     bool has_cycle() const { return cyclomatic_number() > 0; }
   };
 
-  // Connected components that contain at least one link; jobs on no contended
-  // link belong to none.
+  // Connected components that contain at least one link and one job that is
+  // not pinned; jobs on no contended link belong to none.
   const std::vector<Component>& components() const { return components_; }
 
   // The maximum-weight spanning tree of `component` (Boost.Graph's Kruskal),

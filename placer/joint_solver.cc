@@ -22,7 +22,6 @@ uint32_t ShiftBins(const UnifiedCircle& circle, size_t pos, int64_t t_us) {
 }
 
 double JointLink::Cost(const std::vector<int64_t>& t) const {
-  if (pinned_cost) return *pinned_cost;
   // The thread's scratch: a component's objective asks every link's cost,
   // thousands of them on a large fabric.
   thread_local std::vector<uint32_t> s;

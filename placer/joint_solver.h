@@ -65,12 +65,6 @@ struct JointLink {
   // random phases (the spanning tree's weight). Read for the component's links.
   double gain = 0;
 
-  // Set only when every job on the link is pinned: Cost at the pins. The
-  // solver never moves a pinned job, so Cost returns it without summing the
-  // circle (a caller ranking several candidates against one set of running
-  // jobs computes it once).
-  std::optional<double> pinned_cost;
-
   // The position of job j on this link (its index in `jobs`).
   size_t PositionOf(size_t j) const;
   // A shift in us of the job at `pos` as bins of this link's circle (< B_pos).

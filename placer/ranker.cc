@@ -242,9 +242,6 @@ class Ranker {
   std::vector<size_t> local_of_;  // request job index -> the candidate's local index
   // Per link solve (held by cache_), the last bins it was scored at and the score.
   std::unordered_map<const LinkSolve*, std::pair<std::vector<uint32_t>, double>> scored_;
-  // JointLink::pinned_cost by solve, for links whose every job is pinned
-  // (two or more: the solve's key holds their pins, so one solve is one cost).
-  std::unordered_map<const LinkSolve*, double> pinned_cost_;
 };
 
 absl::Status Ranker::CheckNames(const std::string& job, const std::map<std::string, double>& job_links) const {
@@ -435,7 +432,13 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   std::vector<int64_t> shifts(jobs.size(), 0);
   for (size_t j = 0; j < jobs.size(); ++j) shifts[j] = jobs[j]->pinned_shift_us.value_or(0);
 
-  const AffinityGraph graph(jobs.size(), link_jobs);
+  // Pinned jobs join no links into one component: a running job at its
+  // committed shift is a constant on each of its links, so a new job is
+  // solved on its own links against it, not with every job it reaches
+  // through the running jobs; a link of pinned jobs only keeps the pins.
+  std::vector<bool> is_pinned(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) is_pinned[j] = jobs[j]->pinned_shift_us.has_value();
+  const AffinityGraph graph(jobs.size(), link_jobs, is_pinned);
   // The joint solver's view, built when a component needs it.
   std::vector<JointLink> joint_links;
   std::vector<JointJob> joint_jobs;
@@ -485,14 +488,6 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
       for (size_t l : component.links) {
         const ContendedLink& cl = contended[l];
         joint_links[l].gain = cl.solve->solution.score - cl.solve->BaselineScore();
-        // A link of pinned jobs costs the same in every candidate: its solve
-        // (one per key, and the key holds the pins) says which.
-        if (!joint_links[l].pinned_cost &&
-            std::all_of(cl.jobs.begin(), cl.jobs.end(), [&](size_t j) { return jobs[j]->pinned_shift_us.has_value(); })) {
-          auto [known, fresh] = pinned_cost_.try_emplace(cl.solve.get());
-          if (fresh) known->second = joint_links[l].Cost(shifts);
-          joint_links[l].pinned_cost = known->second;
-        }
       }
       const JointResult joint = SolveJoint(graph, component, joint_links, joint_jobs,
                                            request_.options.joint, shifts, [this] { return OutOfTime(); });

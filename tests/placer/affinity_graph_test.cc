@@ -109,6 +109,40 @@ TEST(AffinityGraphTest, MaxWeightSpanningTreeKeepsTheHeavyLinksWholeOnALoop) {
   EXPECT_EQ(std::count_if(tree.begin(), tree.end(), [](const Edge& e) { return e.second == 1; }), 2);
 }
 
+TEST(AffinityGraphTest, PinnedJobsJoinNoLinksIntoOneComponent) {
+  // Jobs 1, 3 and 4 pinned. Link 0 {0, 1}, link 1 {1, 2}, link 2 {3, 4},
+  // link 3 {0, 3}, link 4 {2, 5}: one component without the pins.
+  const std::vector<std::vector<size_t>> links = {{0, 1}, {1, 2}, {3, 4}, {0, 3}, {2, 5}};
+  const AffinityGraph whole(6, links);
+  ASSERT_EQ(whole.components().size(), 1u);
+  EXPECT_EQ(whole.components()[0].jobs, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+
+  const AffinityGraph cut(6, links, {false, true, false, true, true, false});
+  ASSERT_EQ(cut.components().size(), 2u);
+  // Job 0 with its links 0 and 3 and the pinned jobs on them.
+  const AffinityGraph::Component& a = cut.components()[0];
+  EXPECT_EQ(a.jobs, (std::vector<size_t>{0, 1, 3}));
+  EXPECT_EQ(a.links, (std::vector<size_t>{0, 3}));
+  EXPECT_EQ(a.edges, (std::vector<Edge>{{0, 0}, {1, 0}, {0, 3}, {3, 3}}));
+  EXPECT_FALSE(a.has_cycle());
+  // Jobs 2 and 5 with links 1 and 4; pinned job 1 is in both components.
+  const AffinityGraph::Component& b = cut.components()[1];
+  EXPECT_EQ(b.jobs, (std::vector<size_t>{1, 2, 5}));
+  EXPECT_EQ(b.links, (std::vector<size_t>{1, 4}));
+  // Link 2 (pinned jobs only) is in none.
+  for (const AffinityGraph::Component& c : cut.components()) {
+    EXPECT_EQ(std::count(c.links.begin(), c.links.end(), size_t{2}), 0);
+  }
+
+  // A free job sharing two links with one pinned job keeps that loop: its
+  // one shift must suit both links against the same pin.
+  const AffinityGraph loop(2, {{0, 1}, {0, 1}}, {false, true});
+  ASSERT_EQ(loop.components().size(), 1u);
+  EXPECT_TRUE(loop.components()[0].has_cycle());
+  // Every job pinned: nothing to solve, no component.
+  EXPECT_TRUE(AffinityGraph(2, {{0, 1}}, {true, true}).components().empty());
+}
+
 TEST(AffinityGraphTest, ForEachSpanningTreeVisitsDistinctSpanningTrees) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 50; ++trial) {

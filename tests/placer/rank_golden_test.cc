@@ -11,6 +11,15 @@
 // 035f093's (the first values); with the shipped policy the catalogue request
 // (several candidates predicting 1) and the small ones are reordered (the
 // second values; the other benchmark requests' stay 035f093's).
+//
+// Since pinned jobs join no links into one component (AffinityGraph's
+// `pinned`), the small requests with two or more pinned jobs in one of the
+// old components are answered differently: over the 400, every candidate's
+// score, minimum, `exact` and every policy decision are as before; 8
+// candidates get other shifts of the same cost (the free job solved on its
+// own links from another start) and 10 no longer report `cycle` (their only
+// loops ran through pinned jobs). The small values changed then; the
+// benchmark requests pin no job and stay.
 #include "gtest/gtest.h"
 #include "tests/testing/rank_corpus.h"
 
@@ -44,8 +53,8 @@ TEST(RankGoldenTest, SmallRequestsOfEveryKindAreAnsweredAsBefore) {
     as_035f093.Add(RankAndPolicyDigest(SmallInstance(i), As035f093()));
     shipped.Add(RankAndPolicyDigest(SmallInstance(i)));
   }
-  EXPECT_EQ(as_035f093.value(), 0x0976c6d507980db8ULL);
-  EXPECT_EQ(shipped.value(), 0x9d342ae0298e959dULL);
+  EXPECT_EQ(as_035f093.value(), 0xf427d9efb572f6bbULL);
+  EXPECT_EQ(shipped.value(), 0x78d71acacdba9bfeULL);
 }
 
 }  // namespace

@@ -381,6 +381,63 @@ TEST(RankTest, TwoPinnedJobsAreBothKept) {
   }
 }
 
+// A new job beside running jobs at their committed shifts, the way phasord
+// and the simulator ask: the running jobs r0..r5 (pinned) load a ring of
+// links among themselves, and the new job n crosses two links, one with r0
+// and one with r3. Its shift must be the best for its own links against the
+// pins (checked against every shift), and nothing about the running jobs'
+// other links may change it: the same request without them answers the same.
+TEST(RankTest, ANewJobBesidePinnedJobsIsSolvedOnItsOwnLinks) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<TrafficProfile> profiles;
+    for (int j = 0; j < 7; ++j) profiles.push_back(RandomProfile(rng, 40 + 10 * (rng() % 3)));
+    // Links 0..5: the running ring {r_i, r_i+1}; link 6 {n, r0}, link 7 {n, r3}.
+    std::vector<std::vector<size_t>> ring;
+    for (size_t i = 0; i < 6; ++i) ring.push_back({i, (i + 1) % 6});
+    std::vector<std::vector<size_t>> with_ring = ring;
+    with_ring.push_back({6, 0});
+    with_ring.push_back({6, 3});
+    RankRequest r = Request(profiles, with_ring, 50);
+    for (size_t j = 0; j < 6; ++j) r.jobs[j].pinned_shift_us = static_cast<uint32_t>(rng() % (r.jobs[j].profile.period_us / kQ)) * kQ;
+    const RankedCandidate c = Rank(r).ranked.at(0);
+    const auto shifts = Shifts(c);
+    for (size_t j = 0; j < 6; ++j) EXPECT_EQ(shifts.at(absl::StrCat("j", j)), *r.jobs[j].pinned_shift_us);
+
+    // Every shift of n against the pins: none scores its two links better.
+    double best = 0;
+    std::map<std::string, uint32_t> t = shifts;
+    for (uint32_t s = 0; s < r.jobs[6].profile.period_us; s += kQ) {
+      t["j6"] = s;
+      best = std::max(best, AchievedLinkScore(r, {6, 0}, 50, t) + AchievedLinkScore(r, {6, 3}, 50, t));
+    }
+    double achieved = 0;
+    for (const LinkResult& l : c.links) {
+      if (l.id == "l6" || l.id == "l7") achieved += l.score;
+    }
+    EXPECT_NEAR(achieved, AchievedLinkScore(r, {6, 0}, 50, shifts) + AchievedLinkScore(r, {6, 3}, 50, shifts), 1e-12);
+    EXPECT_NEAR(achieved, best, 1e-9) << "trial " << trial;
+    // The ring's loop runs through pinned jobs only: no loop to report.
+    EXPECT_FALSE(c.cycle);
+
+    // The ring's links left out (their jobs stay, on no contended link but
+    // r0's and r3's): n's shift and its links' results are the same.
+    std::vector<std::vector<size_t>> without_ring(6);
+    without_ring.push_back({6, 0});
+    without_ring.push_back({6, 3});
+    RankRequest alone = Request(profiles, without_ring, 50);
+    for (size_t j = 0; j < 6; ++j) alone.jobs[j].pinned_shift_us = r.jobs[j].pinned_shift_us;
+    const RankedCandidate a = Rank(alone).ranked.at(0);
+    EXPECT_EQ(Shifts(a).at("j6"), shifts.at("j6")) << "trial " << trial;
+    ASSERT_EQ(a.links.size(), 2u);
+    for (const LinkResult& l : a.links) {
+      const auto same = std::find_if(c.links.begin(), c.links.end(), [&](const LinkResult& x) { return x.id == l.id; });
+      ASSERT_NE(same, c.links.end());
+      EXPECT_EQ(same->score, l.score);
+    }
+  }
+}
+
 TEST(RankTest, RejectsCandidatesItCannotEvaluateAndRanksTheRest) {
   RankRequest r = Request({Square(100, 60, 50), Square(100, 60, 50)}, {{0, 1}}, 50);
   r.candidates.push_back({.id = "ghost-job", .links = {{"zz", {{"l0", 1.0}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
