@@ -212,6 +212,9 @@ class Ranker {
                                                               const std::vector<double>& shares);
   // A link only running jobs load, solved once per request.
   absl::StatusOr<std::shared_ptr<const LinkSolve>> SolveRunningLink(size_t l);
+  // The result of running_pinned_ link l at the pins, built once per request
+  // (SolveRunningLink(l) has succeeded).
+  const LinkResult& FixedResult(size_t l);
 
   const RankRequest& request_;
   std::function<bool()> out_of_time_;
@@ -231,6 +234,9 @@ class Ranker {
   // link -> (request job index, share) of running jobs with demand, ascending.
   std::vector<std::vector<std::pair<size_t, double>>> running_on_link_;
   std::vector<size_t> running_contended_;  // links two or more running jobs load, ascending
+  std::vector<char> running_pinned_;       // by link: running_contended_ whose every job is pinned
+  // Their results, at the pins, by link (FixedResult).
+  std::unordered_map<size_t, LinkResult> fixed_results_;
   std::unordered_map<size_t, std::shared_ptr<const LinkSolve>> running_solves_;
   // Jointly solved components of running-only links, by their links (request
   // indices, ascending): the component's shifts by request job index.
@@ -274,6 +280,11 @@ void Ranker::IndexRunning() {
   }
   for (size_t l = 0; l < running_on_link_.size(); ++l) {
     if (running_on_link_[l].size() >= 2) running_contended_.push_back(l);
+  }
+  running_pinned_.assign(request_.links.size(), 0);
+  for (size_t l : running_contended_) {
+    running_pinned_[l] = std::all_of(running_on_link_[l].begin(), running_on_link_[l].end(),
+                                     [&](const auto& on) { return request_.jobs[on.first].pinned_shift_us.has_value(); });
   }
 }
 
@@ -340,6 +351,31 @@ absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveRunningLink(size_t
   return solve;
 }
 
+const LinkResult& Ranker::FixedResult(size_t l) {
+  auto [it, fresh] = fixed_results_.try_emplace(l);
+  LinkResult& r = it->second;
+  if (!fresh) return r;
+  const LinkSolve& solve = *running_solves_.at(l);
+  const Link& link = request_.links[l];
+  r.id = link.id;
+  r.capacity_gbps = link.capacity_gbps;
+  r.quantum_us = solve.circle.quantum_us;
+  r.circle_bins = solve.circle.bins;
+  r.exact = solve.solution.exact;
+  r.optimal_score = solve.solution.score;
+  const std::vector<std::pair<size_t, double>>& on_link = running_on_link_[l];
+  std::vector<uint32_t> s(on_link.size());
+  for (size_t p = 0; p < on_link.size(); ++p) {
+    const Job& job = request_.jobs[on_link[p].first];
+    s[p] = ShiftBins(solve.circle, p, *job.pinned_shift_us);
+    r.jobs.push_back(job.id);
+    r.rounding_error_us.push_back(solve.circle.jobs[p].rounding_error_us);
+  }
+  r.score = SameUpToRotation(solve.circle, s, solve.solution.shifts) ? solve.solution.score
+                                                                      : LinkScore(solve.circle, link.capacity_gbps, s);
+  return r;
+}
+
 absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   // The candidate as ranked is its own jobs plus the running part (never the
   // same job: ValidateRankRequest); each check below sees that union.
@@ -384,8 +420,17 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   }
   // The contended links in request order: those the running jobs contend on
   // alone (solved once per request) and those the candidate's jobs load.
+  // A running-only link whose every job is pinned joins no component and
+  // keeps the pins: its result is the same in every candidate, built once
+  // per request (FixedResult) and listed in its place among the others.
   std::vector<ContendedLink> contended;
   std::vector<std::vector<size_t>> link_jobs;
+  struct Listed {
+    size_t link;         // request index
+    bool fixed;          // FixedResult(link); else contended[index]
+    size_t index = 0;
+  };
+  std::vector<Listed> listed;
   auto running_at = running_contended_.begin();
   auto own_at = own_on_link.begin();
   std::vector<std::pair<size_t, double>> on_link;
@@ -395,6 +440,12 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
     on_link.clear();
     if (own_at == own_on_link.end() || (running_at != running_contended_.end() && *running_at < own_at->first)) {
       l = *running_at++;
+      if (running_pinned_[l]) {
+        if (OutOfTime()) return absl::ResourceExhaustedError("deadline_ms: the request ran out of time");
+        if (absl::Status s = SolveRunningLink(l).status(); !s.ok()) return s;
+        listed.push_back({l, true});
+        continue;
+      }
       on_link = running_on_link_[l];
       running_only = true;
     } else {
@@ -421,6 +472,7 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
     cl.solve = *std::move(solve);
     cl.running_only = running_only;
     link_jobs.push_back(cl.jobs);
+    listed.push_back({l, false, contended.size()});
     contended.push_back(std::move(cl));
   }
 
@@ -504,7 +556,17 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
 
   double sum = 0;
   out.min_link_score = 1.0;
-  for (const ContendedLink& cl : contended) {
+  out.links.reserve(listed.size());
+  for (const Listed& entry : listed) {
+    if (entry.fixed) {
+      const LinkResult& r = FixedResult(entry.link);
+      out.exact &= r.exact;
+      sum += r.score;
+      out.min_link_score = std::min(out.min_link_score, r.score);
+      out.links.push_back(r);
+      continue;
+    }
+    const ContendedLink& cl = contended[entry.index];
     const Link& link = request_.links[cl.link];
     LinkResult r;
     r.id = link.id;
@@ -538,7 +600,7 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
     out.min_link_score = std::min(out.min_link_score, r.score);
     out.links.push_back(std::move(r));
   }
-  out.score = contended.empty() ? 1.0 : sum / static_cast<double>(contended.size());
+  out.score = listed.empty() ? 1.0 : sum / static_cast<double>(listed.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
     out.shifts_us.emplace_back(jobs[j]->id, static_cast<uint32_t>(shifts[j]));
   }
