@@ -147,6 +147,11 @@ absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& 
       circle.bins = n;
       circle.jobs.reserve(demands.size());
       for (const LinkDemand& d : demands) circle.jobs.push_back(Quantize(*d.profile, quantum, d.share));
+      double peak = 0.0;  // 0 + the first job's, as TotalExcess starts a bin
+      for (const QuantizedProfile& job : circle.jobs) {
+        peak += job.gbps.empty() ? 0.0 : *std::max_element(job.gbps.begin(), job.gbps.end());
+      }
+      circle.peak_load_gbps = peak;
       return circle;
     }
     if (quantum == longest) {
@@ -174,6 +179,9 @@ std::vector<double> LoadOnCircle(const UnifiedCircle& circle, const std::vector<
 
 double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
                    const std::vector<uint32_t>& shifts) {
+  // No bin can pass the capacity: every term is max(0, L(k) - C) = 0, and
+  // so is their sum (a link whose jobs' peaks fit together).
+  if (circle.peak_load_gbps <= capacity_gbps) return 0.0;
   // The load chunk by chunk (no N-bin array: scoring a link allocates
   // nothing), each job's pattern copied in runs of consecutive bins.
   constexpr uint64_t kChunk = 1024;

@@ -7,6 +7,7 @@
 #define PHASOR_PLACER_LINK_SCORE_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct UnifiedCircle {
   uint32_t quantum_us = 0;  // the quantum used (>= the one asked for)
   uint64_t bins = 0;        // N = lcm(B_j)
   std::vector<QuantizedProfile> jobs;
+  // The jobs' largest values summed in job order, as a bin's load is summed:
+  // no bin's load exceeds it at any shifts (rounded addition is monotone),
+  // so at or below the capacity no shift has excess. Set by
+  // BuildUnifiedCircle; infinity (no such bound) in a circle built by hand.
+  double peak_load_gbps = std::numeric_limits<double>::infinity();
 
   uint32_t JobBins(size_t j) const { return static_cast<uint32_t>(jobs[j].gbps.size()); }
 };

@@ -1,6 +1,9 @@
 #include "placer/shift_solver.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -497,6 +500,51 @@ TEST(CircleEvaluatorTest, EveryShiftsExcessIsTheFirstWrittenOnesBitForBit) {
       ASSERT_EQ(one_period.size(), eval.OthersBins(j));
       for (size_t k = 0; k < one_period.size(); ++k) ASSERT_EQ(one_period[k], load[k]) << "bin " << k;
     }
+  }
+}
+
+// The circle's bound on a bin's load lets TotalExcess answer 0 without
+// summing when the jobs' peaks fit together: the same value, bit for bit, as
+// the sum over every bin (a copy without the bound), at capacities around
+// the bound and at shifts that line the peaks up.
+TEST(TotalExcessTest, ThePeakBoundChangesNoValue) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<TrafficProfile> profiles;
+    const size_t jobs = 2 + rng() % 3;
+    for (size_t j = 0; j < jobs; ++j) {
+      std::vector<double> gbps(3 + rng() % 9);
+      for (double& v : gbps) v = unit(rng) < 0.4 ? 0.0 : 40 * unit(rng);
+      gbps[rng() % gbps.size()] = 10 + 30 * unit(rng);
+      profiles.push_back(ArrayProfile(gbps));
+    }
+    const UnifiedCircle circle = Circle(profiles);
+    UnifiedCircle unbounded = circle;
+    unbounded.peak_load_gbps = std::numeric_limits<double>::infinity();
+    double peaks = 0;
+    std::vector<uint32_t> aligned(jobs);  // every job's peak in bin 0
+    for (size_t j = 0; j < jobs; ++j) {
+      const std::vector<double>& d = circle.jobs[j].gbps;
+      const auto top = std::max_element(d.begin(), d.end());
+      peaks += *top;
+      aligned[j] = static_cast<uint32_t>((d.size() - (top - d.begin())) % d.size());
+    }
+    EXPECT_EQ(circle.peak_load_gbps, peaks);
+    std::vector<uint32_t> random(jobs);
+    for (size_t j = 0; j < jobs; ++j) random[j] = static_cast<uint32_t>(rng() % circle.JobBins(j));
+    for (double cap : {peaks * 0.5, std::nextafter(peaks, 0.0), peaks, peaks * 1.5}) {
+      for (const std::vector<uint32_t>& shifts : {aligned, random}) {
+        const double bounded = TotalExcess(circle, cap, shifts);
+        EXPECT_EQ(std::bit_cast<uint64_t>(bounded), std::bit_cast<uint64_t>(TotalExcess(unbounded, cap, shifts)))
+            << "trial " << trial << " cap " << cap;
+        if (cap >= peaks) {
+          EXPECT_EQ(bounded, 0.0);
+        }
+      }
+    }
+    // Lined up, the peaks meet: just below their sum the excess is not 0.
+    EXPECT_GT(TotalExcess(circle, peaks * 0.999, aligned), 0.0) << "trial " << trial;
   }
 }
 
