@@ -155,6 +155,27 @@ std::pair<uint64_t, uint64_t> ProfileDigest(const TrafficProfile& p) {
   return {absl::HashOf(std::string_view(bytes)), b};
 }
 
+// A link's result without its jobs and score: what its solve says alone.
+LinkResult UnscoredResult(const Link& link, const LinkSolve& solve) {
+  LinkResult r;
+  r.id = link.id;
+  r.capacity_gbps = link.capacity_gbps;
+  r.quantum_us = solve.circle.quantum_us;
+  r.circle_bins = solve.circle.bins;
+  r.exact = solve.solution.exact;
+  r.optimal_score = solve.solution.score;
+  return r;
+}
+
+// The link's score at shifts `bins` of its circle: a rotation of its own
+// optimum (always so on tree components) scores the same without summing
+// the circle again.
+double ScoreAt(const LinkSolve& solve, const std::vector<uint32_t>& bins) {
+  return SameUpToRotation(solve.circle, bins, solve.solution.shifts)
+             ? solve.solution.score
+             : LinkScore(solve.circle, solve.capacity_gbps, bins);
+}
+
 // A contended link as one candidate sees it.
 struct ContendedLink {
   size_t link = 0;                 // index into request.links
@@ -356,13 +377,7 @@ const LinkResult& Ranker::FixedResult(size_t l) {
   LinkResult& r = it->second;
   if (!fresh) return r;
   const LinkSolve& solve = *running_solves_.at(l);
-  const Link& link = request_.links[l];
-  r.id = link.id;
-  r.capacity_gbps = link.capacity_gbps;
-  r.quantum_us = solve.circle.quantum_us;
-  r.circle_bins = solve.circle.bins;
-  r.exact = solve.solution.exact;
-  r.optimal_score = solve.solution.score;
+  r = UnscoredResult(request_.links[l], solve);
   const std::vector<std::pair<size_t, double>>& on_link = running_on_link_[l];
   std::vector<uint32_t> s(on_link.size());
   for (size_t p = 0; p < on_link.size(); ++p) {
@@ -371,8 +386,7 @@ const LinkResult& Ranker::FixedResult(size_t l) {
     r.jobs.push_back(job.id);
     r.rounding_error_us.push_back(solve.circle.jobs[p].rounding_error_us);
   }
-  r.score = SameUpToRotation(solve.circle, s, solve.solution.shifts) ? solve.solution.score
-                                                                      : LinkScore(solve.circle, link.capacity_gbps, s);
+  r.score = ScoreAt(solve, s);
   return r;
 }
 
@@ -568,13 +582,7 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
     }
     const ContendedLink& cl = contended[entry.index];
     const Link& link = request_.links[cl.link];
-    LinkResult r;
-    r.id = link.id;
-    r.capacity_gbps = link.capacity_gbps;
-    r.quantum_us = cl.quantum();
-    r.circle_bins = cl.solve->circle.bins;
-    r.exact = cl.solve->solution.exact;
-    r.optimal_score = cl.solve->solution.score;
+    LinkResult r = UnscoredResult(link, *cl.solve);
     std::vector<uint32_t> s(cl.jobs.size());
     r.jobs.reserve(cl.jobs.size());
     r.rounding_error_us.reserve(cl.jobs.size());
@@ -583,15 +591,12 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
       r.jobs.push_back(jobs[cl.jobs[p]]->id);
       r.rounding_error_us.push_back(cl.solve->circle.jobs[p].rounding_error_us);
     }
-    // A rotation of the link's own optimum (always so on tree components)
-    // scores the same: no need to sum the circle again. Nor for the shifts
-    // the last candidate gave this solve (a running-only link keeps them in
-    // every candidate that leaves its component alone).
+    // Not scored again at the shifts the last candidate gave this solve (a
+    // running-only link keeps them in every candidate that leaves its
+    // component alone).
     auto [last, fresh] = scored_.try_emplace(cl.solve.get());
     if (fresh || last->second.first != s) {
-      last->second.second = SameUpToRotation(cl.solve->circle, s, cl.solve->solution.shifts)
-                                ? cl.solve->solution.score
-                                : LinkScore(cl.solve->circle, link.capacity_gbps, s);
+      last->second.second = ScoreAt(*cl.solve, s);
       last->second.first = std::move(s);
     }
     r.score = last->second.second;
