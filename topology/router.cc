@@ -116,6 +116,23 @@ std::shared_ptr<const Router::DestTable> Router::BuildTable(NodeIndex dst) const
   auto table = std::make_shared<DestTable>();
   const size_t n = topology_.nodes().size();
   table->dst = dst;
+  // A server entered by one link only, from a switch (a leaf's server): every
+  // shortest path to it is one to that switch and the link, so its table is
+  // the switch's one hop further with the same path counts. The switch's
+  // table serves every server under it instead of a search per server. (Its
+  // search is the server's own from the second level on: the server is
+  // expanded only in its own, towards the switch, and is entered by no path
+  // in either; the counts are whole numbers, added in the same order.)
+  const std::vector<LinkIndex>& in = topology_.node(dst).in;
+  if (topology_.IsServer(dst) && in.size() == 1 && !topology_.IsServer(topology_.link(in[0]).from)) {
+    const std::shared_ptr<const DestTable> via = Table(topology_.link(in[0]).from);
+    table->dist.resize(n);
+    table->count = via->count;
+    for (size_t v = 0; v < n; ++v) table->dist[v] = via->dist[v] == kUnreached ? kUnreached : via->dist[v] + 1;
+    table->dist[dst] = 0;
+    table->count[dst] = 1;
+    return table;
+  }
   table->dist.assign(n, kUnreached);
   table->count.assign(n, 0);
   table->dist[dst] = 0;

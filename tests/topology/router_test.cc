@@ -279,8 +279,73 @@ TEST(RouterTest, KeepsItsTablesWithinTheirBoundAndRoutesAsAnUnboundedRouter) {
   }
   EXPECT_GE(bounded.table_count(), 1u);
   EXPECT_LT(bounded.table_count(), 16u);  // some were forgotten
-  EXPECT_EQ(unbounded.table_count(), 16u);
+  // One per server and one per edge switch: a server entered by one link
+  // from its switch takes that switch's table one hop further.
+  EXPECT_EQ(unbounded.table_count(), 16u + 8u);
   EXPECT_GT(unbounded.table_bytes(), small.max_table_bytes);
+}
+
+// Shortest paths from src to dst by a search of the test's own, forwards
+// over out-links, entering no server but dst: (hops, path count).
+std::pair<uint32_t, double> SearchPaths(const Topology& t, NodeIndex src, NodeIndex dst) {
+  std::vector<int64_t> dist(t.nodes().size(), -1);
+  std::vector<double> count(t.nodes().size(), 0);
+  std::vector<NodeIndex> frontier = {src};
+  dist[src] = 0;
+  count[src] = 1;
+  for (size_t at = 0; at < frontier.size(); ++at) {
+    const NodeIndex u = frontier[at];
+    if (u != src && t.IsServer(u)) continue;  // servers do not forward
+    for (LinkIndex l : t.node(u).out) {
+      const NodeIndex v = t.link(l).to;
+      if (dist[v] < 0) {
+        dist[v] = dist[u] + 1;
+        frontier.push_back(v);
+      }
+      if (dist[v] == dist[u] + 1) count[v] += count[u];
+    }
+  }
+  return {static_cast<uint32_t>(dist[dst]), count[dst]};
+}
+
+// A leaf's server takes its switch's table one hop further: every pair's
+// hops and path count are what a search from the source finds, on a fat
+// tree and on a leaf-spine whose one server is also wired to a second leaf
+// (two links in: searched on its own).
+TEST(RouterTest, ServerTablesFromTheirSwitchCountEveryShortestPath) {
+  LeafSpineOptions o;
+  o.leaves = 3;
+  o.spines = 4;
+  o.servers_per_leaf = 3;
+  Topology dual = *MakeLeafSpine(o);
+  const NodeIndex other_leaf = dual.link(dual.node(*dual.FindNode("s4")).in[0]).from;
+  ASSERT_TRUE(dual.AddDuplexLink("s1", dual.node(other_leaf).id, 100).ok());
+  ASSERT_EQ(dual.node(*dual.FindNode("s1")).in.size(), 2u);
+  for (const Topology* t : {&dual}) {
+    Router router(*t);
+    for (NodeIndex a : t->Servers()) {
+      for (NodeIndex b : t->Servers()) {
+        if (a == b) continue;
+        const auto [hops, paths] = SearchPaths(*t, a, b);
+        absl::StatusOr<PathSet> got = router.Paths(t->node(a).id, t->node(b).id);
+        ASSERT_TRUE(got.ok()) << got.status();
+        EXPECT_EQ(got->hops, hops) << t->node(a).id << " -> " << t->node(b).id;
+        EXPECT_EQ(got->total_paths, paths) << t->node(a).id << " -> " << t->node(b).id;
+      }
+    }
+  }
+  const Topology fat = FatTree4();
+  Router router(fat);
+  for (NodeIndex a : fat.Servers()) {
+    for (NodeIndex b : fat.Servers()) {
+      if (a == b) continue;
+      const auto [hops, paths] = SearchPaths(fat, a, b);
+      absl::StatusOr<PathSet> got = router.Paths(fat.node(a).id, fat.node(b).id);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->hops, hops);
+      EXPECT_EQ(got->total_paths, paths);
+    }
+  }
 }
 
 TEST(RouterTest, ParsesEcmpMode) {
