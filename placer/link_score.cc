@@ -450,6 +450,12 @@ double CircleEvaluator::ExcessAtCost() const {
   return static_cast<double>(bins()) * jobs * 1.5;
 }
 
+uint64_t CircleEvaluator::ExcessAtEvaluations() const {
+  const uint64_t jobs = circle_->jobs.size();
+  if (folded_) return folded_->others_bins * (jobs - 1 + std::bit_width(folded_->m));
+  return bins() * jobs;
+}
+
 double CircleEvaluator::FoldingCost(size_t j) const {
   const double n = static_cast<double>(bins()), b = JobBins(j);
   return (4 * n + b * b) * std::log2(n / b + 1);

@@ -146,6 +146,10 @@ class CircleEvaluator {
   double AllShiftsCost(size_t j) const;
   double ExcessAtCost() const;
 
+  // The bin evaluations one ExcessAt counts when it sums the whole circle
+  // (no early stop).
+  uint64_t ExcessAtEvaluations() const;
+
   // The cost of ExcessForAllShifts for job j in bin evaluations (a sorted
   // element counted as four), and whether it beats B_j direct sums of N bins.
   double FoldingCost(size_t j) const;

@@ -343,6 +343,41 @@ TEST(SolveLinkTest, PinnedJobsMatchBruteForceInBothSearchOrders) {
   }
 }
 
+// Overloaded links of three jittered training bursts (the jobs' Up phases sum
+// past the period), periods of a few hundred bins: the pairwise bound leaves
+// most configurations, so the best-first search sums whole rows of them by
+// one fold of the last job. Against a brute force of the test's own over
+// every shift of the third job and the second's shifts below gcd(B_0, B_1)
+// (the first at 0; a common rotation by a multiple of B_0 reaches the rest):
+// the same optimum, reached by the shifts returned.
+TEST(SolveLinkTest, OverloadedBurstsMatchBruteForce) {
+  std::mt19937_64 rng(3141);
+  std::uniform_real_distribution<double> unit(0, 1);
+  auto burst = [&](uint32_t bins) {
+    std::vector<double> gbps(bins, 0.0);
+    const uint32_t up = static_cast<uint32_t>(bins * (0.4 + 0.15 * unit(rng)));
+    const double peak = 40 + 10 * unit(rng);
+    for (uint32_t k = bins - up; k < bins; ++k) gbps[k] = peak * (0.9 + 0.1 * unit(rng));
+    return ArrayProfile(std::move(gbps));
+  };
+  const uint32_t kPeriods[][3] = {{216, 198, 64}, {180, 150, 96}, {240, 210, 84}, {144, 120, 90}};
+  for (const auto& periods : kPeriods) {
+    const std::vector<TrafficProfile> profiles = {burst(periods[0]), burst(periods[1]), burst(periods[2])};
+    const UnifiedCircle circle = Circle(profiles);
+    const std::vector<std::vector<double>> d = Patterns(circle);
+    const double cap = 50;
+    const LinkSolution sol = SolveLink(circle, cap, {}, ShiftSolverOptions{});
+    ASSERT_TRUE(sol.exact) << periods[0] << " " << periods[1] << " " << periods[2];
+    double brute = -1e300;
+    for (uint32_t s1 = 0; s1 < std::gcd(d[0].size(), d[1].size()); ++s1) {
+      for (uint32_t s2 = 0; s2 < d[2].size(); ++s2) brute = std::max(brute, ScoreByDefinition(d, cap, {0, s1, s2}));
+    }
+    EXPECT_NEAR(sol.score, brute, 1e-9) << periods[0] << " " << periods[1] << " " << periods[2];
+    EXPECT_NEAR(ScoreByDefinition(d, cap, sol.shifts), sol.score, 1e-9);
+    EXPECT_LT(brute, 0.9);  // overloaded: no shifts keep the bursts apart
+  }
+}
+
 TEST(SolveLinkTest, HeuristicNeverBeatsTheOptimumAndReportsItsShiftsHonestly) {
   std::mt19937_64 rng(7);
   int optimal = 0, proven = 0;
