@@ -483,6 +483,7 @@ namespace {
 class LoadClasses {
  public:
   static constexpr size_t kMaxRunValues = 16;
+  static constexpr uint64_t kMinBranchlessSort = 32;
 
   // The classes modulo `g` of load[0, period) (g divides period), queried at
   // x in [0, x_max] only: a value at or below C - x_max never exceeds C, so
@@ -609,11 +610,16 @@ class LoadClasses {
         }
       }
       low_[c] = low;
-      // Branchless partitions: a class's values come in no order a branch
-      // predictor could follow (BM_Rank16x64x3Arrival in about 0.93x the
-      // time with std::sort, alternated three times). Any sort puts the same
-      // values in the same order.
-      boost::sort::pdqsort_branchless(cls + low, cls + m_);
+      // Branchless partitions for long classes: their values come in no
+      // order a branch predictor could follow (BM_Rank16x64x3Arrival in
+      // about 0.93x the time with std::sort, alternated three times); short
+      // ones by std::sort, whose insertion sort is inlined. Any sort puts the
+      // same values in the same order.
+      if (m_ - low > kMinBranchlessSort) {
+        boost::sort::pdqsort_branchless(cls + low, cls + m_);
+      } else {
+        std::sort(cls + low, cls + m_);
+      }
       double* suf = suffix_.data() + c * (m_ + 1);
       suf[m_] = 0;
       for (uint64_t i = m_; i-- > low;) suf[i] = suf[i + 1] + cls[i];

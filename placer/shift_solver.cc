@@ -227,9 +227,20 @@ class Search {
     // summed whole would fit it), so that the search takes the same steps as
     // with sums alone and finds the same configuration: the fold decides,
     // and a new best is summed as ExcessAt sums it (the same value).
+    // Each row's bounds ascending, to count the entries of a row that the
+    // search would still sum at the current best (those below the cutoff,
+    // less those already taken: a row's entries leave the heap in the order
+    // of their bounds).
     const uint64_t rows = configurations / last_range;
-    std::vector<uint32_t> row_left(rows, 0);
-    for (const auto& e : queue) ++row_left[e.second / last_range];
+    std::vector<uint32_t> row_begin(rows + 1, 0), row_taken(rows, 0);
+    for (const auto& e : queue) ++row_begin[e.second / last_range + 1];
+    std::partial_sum(row_begin.begin(), row_begin.end(), row_begin.begin());
+    std::vector<double> row_bounds(queue.size());
+    {
+      std::vector<uint32_t> at(row_begin.begin(), row_begin.end() - 1);
+      for (const auto& e : queue) row_bounds[at[e.second / last_range]++] = e.first;
+      for (uint64_t r = 0; r < rows; ++r) std::sort(row_bounds.begin() + row_begin[r], row_bounds.begin() + row_begin[r + 1]);
+    }
     row_slot_.assign(rows, -1);
     const double fold_cost = eval_.AllShiftsCost(free_.back()), sum_cost = eval_.ExcessAtCost();
     const uint64_t whole_sum = eval_.ExcessAtEvaluations();
@@ -247,11 +258,17 @@ class Search {
       }
       SetConfiguration(index);
       const uint64_t row = index / last_range;
-      const uint32_t left = row_left[row]--;
-      if (row_slot_[row] < 0 && within_budget && static_cast<double>(left) * sum_cost > kFoldTimeRatio * fold_cost) {
-        row_slot_[row] = static_cast<int32_t>(folded_rows_.size() / last_range);
-        folded_rows_.resize(folded_rows_.size() + last_range);
-        RowFold(folded_rows_.data() + row_slot_[row] * last_range);
+      const uint32_t taken = row_taken[row]++;
+      if (row_slot_[row] < 0 && within_budget) {
+        const double* first = row_bounds.data() + row_begin[row];
+        const double* below = std::lower_bound(first + taken, first + (row_begin[row + 1] - row_begin[row]),
+                                               best_excess_ - tolerance_ * 1e-3);
+        const auto left = below - first - taken;  // this one and the row's others still to sum
+        if (static_cast<double>(left) * sum_cost > kFoldTimeRatio * fold_cost) {
+          row_slot_[row] = static_cast<int32_t>(folded_rows_.size() / last_range);
+          folded_rows_.resize(folded_rows_.size() + last_range);
+          RowFold(folded_rows_.data() + row_slot_[row] * last_range);
+        }
       }
       if (row_slot_[row] < 0) {
         Record(eval_.ExcessAt(shifts_, best_excess_));
