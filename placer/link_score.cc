@@ -323,6 +323,38 @@ double CircleEvaluator::ExcessInOrder(const std::vector<size_t>& order, const st
   return total;
 }
 
+double CircleEvaluator::AddJobAndExcess(const std::vector<double>& load, size_t j, uint32_t shift,
+                                        std::vector<double>& out) {
+  const double* d = Rotated(j, shift % JobBins(j));
+  const uint64_t n = bins();
+  out.resize(n);
+  // FusedExcess<1>'s chunks, lanes and sums over the loads as they are written.
+  constexpr uint64_t kChunk = 1024;
+  const Lanes zero = {0, 0, 0, 0};
+  double total = 0;
+  for (uint64_t k = 0; k < n;) {
+    const uint64_t end = std::min(n, k + kChunk);
+    Lanes acc = zero;
+    for (; k + 4 <= end; k += 4) {
+      Lanes l, add;
+      std::memcpy(&l, load.data() + k, sizeof(l));
+      std::memcpy(&add, d + k, sizeof(add));
+      l += add;
+      std::memcpy(out.data() + k, &l, sizeof(l));
+      l -= cap_;
+      acc += l > zero ? l : zero;
+    }
+    double rest = 0;
+    for (; k < end; ++k) {
+      out[k] = load[k] + d[k];
+      rest += std::max(0.0, out[k] - cap_);
+    }
+    total += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest;
+  }
+  evaluations_ += n;
+  return total;
+}
+
 double CircleEvaluator::Excess(const std::vector<double>& load) {
   const double* rows[] = {load.data()};
   uint64_t summed = 0;

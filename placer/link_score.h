@@ -100,6 +100,10 @@ class CircleEvaluator {
   // sum_k max(0, load[k] - C).
   double Excess(const std::vector<double>& load);
 
+  // out = load with job j added at `shift` (as AddJob adds it), and
+  // Excess(out), in one pass: the same values bit for bit.
+  double AddJobAndExcess(const std::vector<double>& load, size_t j, uint32_t shift, std::vector<double>& out);
+
   // Excess(load) for the load of the jobs `order` at shifts[j], AddJob'ed
   // onto zeros in that order: the same value, bit for bit, without an N-bin
   // load or the patterns' tiles.
@@ -145,6 +149,8 @@ class CircleEvaluator {
   // costs, in the same unit (instructions, roughly), to choose between them.
   double AllShiftsCost(size_t j) const;
   double ExcessAtCost() const;
+  // One ExcessWith (a load and one job's row) summed whole, in that unit.
+  double ExcessWithCost() const { return static_cast<double>(bins()) * 3; }
 
   // The bin evaluations one ExcessAt counts when it sums the whole circle
   // (no early stop).

@@ -330,6 +330,11 @@ class Search {
       if (Proven()) return;
     }
     fold_last_ = FoldLast(ranges_.back());
+    // Where the plan sums the last job's shifts one by one, one fold of
+    // them all (against one period of the others' load) may still take less
+    // time: it decides, and the sums are kept for new bests.
+    sums_folded_ = !fold_last_ && kFoldTimeRatio * eval_.AllShiftsCost(free_.back()) <
+                                      static_cast<double>(ranges_.back()) * eval_.ExcessWithCost();
     // lone_after_[i]: the own excess of the free jobs from level i on.
     lone_after_.assign(free_.size() + 1, 0.0);
     for (size_t i = free_.size(); i-- > 0;) {
@@ -418,14 +423,25 @@ class Search {
           }
           return;
         }
-        Record(eval_.ExcessWith(load, j, s, best_excess_));
+        if (!sums_folded_) {
+          Record(eval_.ExcessWith(load, j, s, best_excess_));
+          continue;
+        }
+        // The fold's value decides; a new best is summed as ExcessWith sums
+        // it, so that the search records the same configurations and values.
+        if (s == 0) {
+          last_all_.resize(eval_.JobBins(j));
+          eval_.ExcessForAllShifts(load, j, last_all_);
+        }
+        if (last_all_[s] < best_excess_ - tolerance_ * 1e-3) {
+          Record(eval_.ExcessWith(load, j, s, std::numeric_limits<double>::infinity()));
+        }
       } else {
         std::vector<double>& next = levels_[level + 1].get();
-        next = load;
-        eval_.AddJob(j, s, next);
+        const double placed = eval_.AddJobAndExcess(load, j, s, next);
         // Branch and bound: the jobs still to place can only add to the
         // excess of those placed, by at least their own excess each.
-        if (eval_.Excess(next) + lone_after_[level + 1] >= best_excess_ - tolerance_ * 1e-3) {
+        if (placed + lone_after_[level + 1] >= best_excess_ - tolerance_ * 1e-3) {
           continue;
         }
         Exhaust(level + 1);
@@ -754,6 +770,8 @@ class Search {
   double lower_bound_ = 0;
   double tolerance_ = 0;
   bool fold_last_ = false;
+  bool sums_folded_ = false;      // DepthFirst: the last level's sums decided by a fold
+  std::vector<double> last_all_;  // that fold, per visit of the last level
   std::vector<double> lone_after_;
   uint32_t window_ = 0;  // descent: 0 tries every shift, else only those this close
   uint64_t extra_evaluations_ = 0;  // work outside eval_: pair tables, bounds

@@ -346,7 +346,8 @@ TEST(SolveLinkTest, PinnedJobsMatchBruteForceInBothSearchOrders) {
 // Overloaded links of three jittered training bursts (the jobs' Up phases sum
 // past the period), periods of a few hundred bins: the pairwise bound leaves
 // most configurations, so the best-first search sums whole rows of them by
-// one fold of the last job. Against a brute force of the test's own over
+// one fold of the last job, and the depth-first one decides the last job's
+// shifts by a fold. Against a brute force of the test's own over
 // every shift of the third job and the second's shifts below gcd(B_0, B_1)
 // (the first at 0; a common rotation by a multiple of B_0 reaches the rest):
 // the same optimum, reached by the shifts returned.
@@ -366,15 +367,22 @@ TEST(SolveLinkTest, OverloadedBurstsMatchBruteForce) {
     const UnifiedCircle circle = Circle(profiles);
     const std::vector<std::vector<double>> d = Patterns(circle);
     const double cap = 50;
-    const LinkSolution sol = SolveLink(circle, cap, {}, ShiftSolverOptions{});
-    ASSERT_TRUE(sol.exact) << periods[0] << " " << periods[1] << " " << periods[2];
     double brute = -1e300;
     for (uint32_t s1 = 0; s1 < std::gcd(d[0].size(), d[1].size()); ++s1) {
       for (uint32_t s2 = 0; s2 < d[2].size(); ++s2) brute = std::max(brute, ScoreByDefinition(d, cap, {0, s1, s2}));
     }
-    EXPECT_NEAR(sol.score, brute, 1e-9) << periods[0] << " " << periods[1] << " " << periods[2];
-    EXPECT_NEAR(ScoreByDefinition(d, cap, sol.shifts), sol.score, 1e-9);
     EXPECT_LT(brute, 0.9);  // overloaded: no shifts keep the bursts apart
+    // Best first (rows folded), and depth first (the last job's sums
+    // decided by one fold per visit).
+    for (bool pair_bounds : {true, false}) {
+      ShiftSolverOptions options;
+      options.pair_bounds = pair_bounds;
+      const LinkSolution sol = SolveLink(circle, cap, {}, options);
+      ASSERT_TRUE(sol.exact) << periods[0] << " " << periods[1] << " " << periods[2];
+      EXPECT_NEAR(sol.score, brute, 1e-9) << periods[0] << " " << periods[1] << " " << periods[2] << " "
+                                          << pair_bounds;
+      EXPECT_NEAR(ScoreByDefinition(d, cap, sol.shifts), sol.score, 1e-9);
+    }
   }
 }
 
@@ -437,6 +445,26 @@ TEST(CircleEvaluatorTest, FoldedExcessEqualsTheDirectSumForEveryShift) {
     for (uint32_t s = 0; s < circle.JobBins(0); ++s) {
       ASSERT_NEAR(all[s], eval.ExcessWith(load, 0, s, 1e300), 1e-7) << "shift " << s;
     }
+  }
+}
+
+TEST(CircleEvaluatorTest, AddJobAndExcessIsAddJobThenExcessBitForBit) {
+  std::mt19937_64 rng(71);
+  for (int instance = 0; instance < 30; ++instance) {
+    // Circles of 1-4 chunks of 1,024 bins and a tail that is no multiple of 4.
+    const std::vector<TrafficProfile> profiles = {RandomProfile(rng, 37 + rng() % 40, 40),
+                                                  RandomProfile(rng, 50 + rng() % 60, 40)};
+    const UnifiedCircle circle = Circle(profiles);
+    CircleEvaluator eval(circle, 30 + rng() % 30);
+    std::vector<double> load(circle.bins, 0.0);
+    eval.AddJob(1, static_cast<uint32_t>(rng() % circle.JobBins(1)), load);
+    const uint32_t shift = static_cast<uint32_t>(rng() % circle.JobBins(0));
+    std::vector<double> expected = load;
+    eval.AddJob(0, shift, expected);
+    std::vector<double> out;
+    const double excess = eval.AddJobAndExcess(load, 0, shift, out);
+    ASSERT_EQ(out, expected) << "instance " << instance;
+    ASSERT_EQ(excess, eval.Excess(expected)) << "instance " << instance << ", " << circle.bins << " bins";
   }
 }
 
