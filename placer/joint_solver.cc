@@ -208,10 +208,17 @@ JointResult SolveJoint(const AffinityGraph& graph, const AffinityGraph::Componen
       for (size_t l : links_of_job[j]) {
         const JointLink& link = links[l];
         evaluators.push_back(std::make_unique<CircleEvaluator>(*link.circle, link.capacity_gbps));
-        ScratchBuffer load(link.circle->bins);
+        // The others' load in link order, as AddJob would sum it (only j's
+        // pattern is tiled, for its tries).
+        std::vector<size_t> order;
+        std::vector<uint32_t> at(link.jobs.size(), 0);
         for (size_t p = 0; p < link.jobs.size(); ++p) {
-          if (link.jobs[p] != j) evaluators.back()->AddJob(p, link.Bins(p, shifts[link.jobs[p]]), load.get());
+          if (link.jobs[p] == j) continue;
+          order.push_back(p);
+          at[p] = link.Bins(p, shifts[link.jobs[p]]);
         }
+        ScratchBuffer load(link.circle->bins, ScratchBuffer::Uninitialized{});
+        evaluators.back()->LoadOf(order, at, link.circle->bins, load.get());
         others.push_back(std::move(load));
         step = std::min(step, link.circle->quantum_us);
         bins_per_try = bins_per_try > std::numeric_limits<uint64_t>::max() - link.circle->bins

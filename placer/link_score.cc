@@ -239,6 +239,8 @@ CircleEvaluator::CircleEvaluator(const UnifiedCircle& circle, double capacity_gb
   // The job whose classes are longest, folded when a class is long enough
   // for a binary search to beat summing it.
   const size_t jobs = circle.jobs.size();
+  tiled_.resize(jobs);
+  tiled_length_.assign(jobs, 0);
   others_bins_.resize(jobs);
   for (size_t f = 0; f < jobs; ++f) {
     uint64_t others = 1;
@@ -365,21 +367,18 @@ double CircleEvaluator::Excess(const std::vector<double>& load) {
 }
 
 
-void CircleEvaluator::Tile(uint64_t length) const {
+void CircleEvaluator::Tile(size_t j, uint64_t length) const {
   // A fold reads one period of the other jobs (folded_->others_bins), every
-  // other evaluation the whole circle: the tiles grow to what is read.
-  tiled_.clear();
-  tiled_.reserve(circle_->jobs.size());
-  for (const QuantizedProfile& job : circle_->jobs) {
-    const std::vector<double>& d = job.gbps;
-    const uint64_t b = d.size();
-    tiled_.emplace_back(length + b, ScratchBuffer::Uninitialized{});
-    double* out = tiled_.back().get().data();
-    for (uint64_t at = 0; at < length + b; at += b) {  // whole copies of the pattern, then the rest
-      std::copy_n(d.begin(), std::min(b, length + b - at), out + at);
-    }
+  // other evaluation the whole circle: the tile grows to what is read. Only
+  // the patterns read are tiled (the joint solver reads one job's).
+  const std::vector<double>& d = circle_->jobs[j].gbps;
+  const uint64_t b = d.size();
+  tiled_[j].emplace(length + b, ScratchBuffer::Uninitialized{});
+  double* out = tiled_[j]->get().data();
+  for (uint64_t at = 0; at < length + b; at += b) {  // whole copies of the pattern, then the rest
+    std::copy_n(d.begin(), std::min(b, length + b - at), out + at);
   }
-  tiled_length_ = length;
+  tiled_length_[j] = length;
 }
 
 CircleEvaluator::RowPointers CircleEvaluator::RotatedRows(const std::vector<uint32_t>& shifts,
@@ -708,12 +707,17 @@ void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t
 
 void CircleEvaluator::OthersLoad(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts,
                                  size_t j, std::vector<double>& load) const {
+  LoadOf(others, shifts, OthersBins(j), load);
+}
+
+void CircleEvaluator::LoadOf(const std::vector<size_t>& order, const std::vector<uint32_t>& shifts,
+                             uint64_t length, std::vector<double>& load) const {
   // Each pattern walked from its shift, in the order given (AddJob's sums,
   // bin for bin).
-  const uint64_t period = OthersBins(j);
+  const uint64_t period = length;
   load.resize(period);
   bool first = true;  // the first pattern lands on zeros: 0 + d, written over what was there
-  for (size_t i : others) {
+  for (size_t i : order) {
     const std::vector<double>& d = circle_->jobs[i].gbps;
     const uint64_t b = d.size();
     uint64_t src = (b - shifts[i] % b) % b;

@@ -139,6 +139,12 @@ class CircleEvaluator {
   void OthersLoad(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts, size_t j,
                   std::vector<double>& load) const;
 
+  // The first `length` bins of the load of the jobs `order` at shifts[i],
+  // summed in that order as AddJob would sum them onto zeros (bit for bit),
+  // from the patterns themselves: no tiles, no zeroed array.
+  void LoadOf(const std::vector<size_t>& order, const std::vector<uint32_t>& shifts, uint64_t length,
+              std::vector<double>& load) const;
+
   // ExcessForAllShifts against that load: the same values, from one period
   // of the others' load instead of the whole circle.
   void ExcessForAllShiftsAgainst(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts,
@@ -180,11 +186,11 @@ class CircleEvaluator {
   // Job j's pattern rotated by `shift`, readable over `length` bins (the
   // circle's by default).
   const double* Rotated(size_t j, uint32_t shift, uint64_t length) const {
-    if (tiled_length_ < length) Tile(length);
-    return tiled_[j].get().data() + JobBins(j) - shift;
+    if (tiled_length_[j] < length) Tile(j, length);
+    return tiled_[j]->get().data() + JobBins(j) - shift;
   }
   const double* Rotated(size_t j, uint32_t shift) const { return Rotated(j, shift, bins()); }
-  void Tile(uint64_t length) const;  // fills tiled_: every pattern over length + B_j bins
+  void Tile(size_t j, uint64_t length) const;  // fills tiled_[j]: job j's pattern over length + B_j bins
 
   // ExcessAt's fold: job `job`'s pattern split into residue classes modulo
   // g, each sorted, with suffix sums.
@@ -208,8 +214,10 @@ class CircleEvaluator {
   const UnifiedCircle* circle_;
   double cap_;
   std::vector<uint64_t> others_bins_;
-  mutable std::vector<ScratchBuffer> tiled_;  // empty until the first evaluation
-  mutable uint64_t tiled_length_ = 0;          // the rotations' readable length
+  // Per job, its tiled pattern (none until an evaluation reads it) and the
+  // rotations' readable length (0 until then).
+  mutable std::vector<std::optional<ScratchBuffer>> tiled_;
+  mutable std::vector<uint64_t> tiled_length_;
   std::optional<FoldedJob> folded_;
   uint64_t evaluations_ = 0;
 };

@@ -562,6 +562,10 @@ TEST(CircleEvaluatorTest, EveryShiftsExcessIsTheFirstWrittenOnesBitForBit) {
       eval.OthersLoad(others, shifts, j, one_period);
       ASSERT_EQ(one_period.size(), eval.OthersBins(j));
       for (size_t k = 0; k < one_period.size(); ++k) ASSERT_EQ(one_period[k], load[k]) << "bin " << k;
+      // And the whole circle's, from the patterns (the joint solver's load).
+      std::vector<double> whole_load;
+      eval.LoadOf(others, shifts, circle.bins, whole_load);
+      ASSERT_EQ(whole_load, load) << "instance " << instance << " job " << j;
     }
   }
 }
