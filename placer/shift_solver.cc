@@ -227,20 +227,23 @@ class Search {
     // summed whole would fit it), so that the search takes the same steps as
     // with sums alone and finds the same configuration: the fold decides,
     // and a new best is summed as ExcessAt sums it (the same value).
-    // Each row's bounds ascending, to count the entries of a row that the
-    // search would still sum at the current best (those below the cutoff,
-    // less those already taken: a row's entries leave the heap in the order
-    // of their bounds).
+    // Each row's bounds ascending (of the entries still queued when the
+    // budget stops binding), to count the entries of a row that the search
+    // would still sum at the current best: those below the cutoff, less
+    // those taken since (a row's entries leave the heap in bound order).
     const uint64_t rows = configurations / last_range;
-    std::vector<uint32_t> row_begin(rows + 1, 0), row_taken(rows, 0);
-    for (const auto& e : queue) ++row_begin[e.second / last_range + 1];
-    std::partial_sum(row_begin.begin(), row_begin.end(), row_begin.begin());
-    std::vector<double> row_bounds(queue.size());
-    {
+    std::vector<uint32_t> row_begin, row_taken;
+    std::vector<double> row_bounds;
+    auto sort_rows = [&] {
+      row_begin.assign(rows + 1, 0);
+      row_taken.assign(rows, 0);
+      for (const auto& e : queue) ++row_begin[e.second / last_range + 1];
+      std::partial_sum(row_begin.begin(), row_begin.end(), row_begin.begin());
+      row_bounds.resize(queue.size());
       std::vector<uint32_t> at(row_begin.begin(), row_begin.end() - 1);
       for (const auto& e : queue) row_bounds[at[e.second / last_range]++] = e.first;
       for (uint64_t r = 0; r < rows; ++r) std::sort(row_bounds.begin() + row_begin[r], row_bounds.begin() + row_begin[r + 1]);
-    }
+    };
     row_slot_.assign(rows, -1);
     const double fold_cost = eval_.AllShiftsCost(free_.back()), sum_cost = eval_.ExcessAtCost();
     const uint64_t whole_sum = eval_.ExcessAtEvaluations();
@@ -255,11 +258,16 @@ class Search {
         within_budget = static_cast<long double>(Evaluations()) +
                             static_cast<long double>(queue.size() + 1) * static_cast<long double>(whole_sum) <=
                         static_cast<long double>(budget);
+        if (within_budget) {
+          queue.push_back({bound, index});  // the entry taken, counted with its row
+          sort_rows();
+          queue.pop_back();
+        }
       }
       SetConfiguration(index);
       const uint64_t row = index / last_range;
-      const uint32_t taken = row_taken[row]++;
-      if (row_slot_[row] < 0 && within_budget) {
+      if (within_budget && row_slot_[row] < 0) {
+        const uint32_t taken = row_taken[row]++;
         const double* first = row_bounds.data() + row_begin[row];
         const double* below = std::lower_bound(first + taken, first + (row_begin[row + 1] - row_begin[row]),
                                                best_excess_ - tolerance_ * 1e-3);
@@ -593,11 +601,18 @@ class Search {
       if (++c == g) c = 0;
     }
     own *= static_cast<double>(n_ / period);
-    // Per busy bin of j: its class offset and demand; per class, its largest
+    // Per class offset of j's busy bins, their largest demand (what a bin
+    // adds, min(d_y, M_c + d_y - C) when positive, never falls as d_y rises,
+    // so the largest of a class offset decides it); per class, its largest
     // load less C.
+    std::vector<double> largest(g, 0.0);
+    for (uint32_t y = 0, yc = 0; y < b; ++y) {
+      largest[yc] = std::max(largest[yc], d[y]);
+      if (++yc == g) yc = 0;
+    }
     std::vector<std::pair<uint32_t, double>> busy;
-    for (uint32_t y = 0; y < b; ++y) {
-      if (d[y] != 0.0) busy.emplace_back(y % g, d[y]);
+    for (uint32_t yc = 0; yc < g; ++yc) {
+      if (largest[yc] != 0.0) busy.emplace_back(yc, largest[yc]);
     }
     for (double& t : top) t -= cap;
     const double room = limit + band - own;  // what j may add and stay a candidate
