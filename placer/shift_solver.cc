@@ -226,11 +226,10 @@ class Search {
     // the budget cannot end the search any more (every configuration left
     // summed whole would fit it), so that the search takes the same steps as
     // with sums alone and finds the same configuration: the fold decides,
-    // and a new best is summed as ExcessAt sums it (the same value).
-    // Each row's bounds ascending (of the entries still queued when the
-    // budget stops binding), to count the entries of a row that the search
-    // would still sum at the current best: those below the cutoff, less
-    // those taken since (a row's entries leave the heap in bound order).
+    // and a new best is summed as ExcessAt sums it (the same value). The
+    // entries a row would still sum at the current best are counted on its
+    // bounds, sorted when the budget stops binding: those below the cutoff,
+    // less those taken since (a row's entries leave the heap in bound order).
     const uint64_t rows = configurations / last_range;
     std::vector<uint32_t> row_begin, row_taken;
     std::vector<double> row_bounds;
@@ -304,6 +303,15 @@ class Search {
     return slot < 0 ? nullptr : folded_rows_.data() + slot * ranges_.back();
   }
 
+  // Every job but j in the order a whole load is summed in (order_all_).
+  std::vector<size_t> OthersInOrder(size_t j) const {
+    std::vector<size_t> order;
+    for (size_t i : order_all_) {
+      if (i != j) order.push_back(i);
+    }
+    return order;
+  }
+
   // shifts_ of the free jobs at configuration `index` (mixed radix over
   // ranges_, the last level fastest).
   void SetConfiguration(uint64_t index) {
@@ -318,10 +326,8 @@ class Search {
   // one period of the others' load.
   void RowFold(double* out) {
     const size_t last = free_.back();
-    std::vector<size_t> others(anchored_.begin(), anchored_.end());
-    others.insert(others.end(), free_.begin(), free_.end() - 1);
     ScratchBuffer all_buffer(eval_.JobBins(last), ScratchBuffer::Uninitialized{});
-    eval_.ExcessForAllShiftsAgainst(others, shifts_, last, all_buffer.get());
+    eval_.ExcessForAllShiftsAgainst(OthersInOrder(last), shifts_, last, all_buffer.get());
     std::copy_n(all_buffer.get().begin(), ranges_.back(), out);
   }
 
@@ -581,10 +587,7 @@ class Search {
     const uint32_t b = eval_.JobBins(j);
     const std::vector<double>& d = eval_.circle().jobs[j].gbps;
     const double cap = eval_.capacity_gbps();
-    std::vector<size_t> order(anchored_.begin(), anchored_.end());
-    for (size_t i : free_) {
-      if (i != j) order.push_back(i);
-    }
+    const std::vector<size_t> order = OthersInOrder(j);
     const uint64_t period = eval_.OthersBins(j);
     // The excess depends on j's shift modulo g only (its pattern meets the
     // same loads): shifts s0 < g are decided, then s0 + g, s0 + 2g, ... alike
