@@ -212,6 +212,77 @@ double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
   return excess;
 }
 
+std::optional<double> ExpectedExcessAtRandomPhases(const UnifiedCircle& circle, double capacity_gbps,
+                                                   uint64_t max_steps) {
+  if (circle.peak_load_gbps <= capacity_gbps) return 0.0;
+  // Each job's distinct values, ascending, with their shares of its bins.
+  struct Values {
+    std::vector<double> x, p;
+  };
+  std::vector<Values> jobs;
+  jobs.reserve(circle.jobs.size());
+  for (const QuantizedProfile& job : circle.jobs) {
+    if (job.gbps.empty()) continue;
+    std::vector<double> sorted = job.gbps;
+    std::sort(sorted.begin(), sorted.end());
+    const double each = 1.0 / static_cast<double>(sorted.size());
+    Values v;
+    for (size_t i = 0; i < sorted.size();) {
+      size_t k = i;
+      while (k < sorted.size() && sorted[k] == sorted[i]) ++k;
+      v.x.push_back(sorted[i]);
+      v.p.push_back(static_cast<double>(k - i) * each);
+      i = k;
+    }
+    jobs.push_back(std::move(v));
+  }
+  if (jobs.empty()) return 0.0;
+  // The two jobs with the most values last (a stable order: ties keep the
+  // circle's order), an empty job in front of a lone one.
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const Values& a, const Values& b) { return a.x.size() < b.x.size(); });
+  if (jobs.size() == 1) jobs.insert(jobs.begin(), Values{{0.0}, {1.0}});
+  const Values& y = jobs[jobs.size() - 2];
+  const Values& z = jobs.back();
+  uint64_t combinations = 1;
+  for (size_t j = 0; j + 2 < jobs.size(); ++j) {
+    combinations *= jobs[j].x.size();
+    if (combinations * (y.x.size() + z.x.size()) > max_steps) return std::nullopt;
+  }
+  if (combinations * (y.x.size() + z.x.size()) > max_steps) return std::nullopt;
+  // The last job's tails: above[k] = sum_{i >= k} p_i, above_x[k] = sum_{i >= k} p_i x_i.
+  const size_t nz = z.x.size();
+  std::vector<double> above(nz + 1, 0.0), above_x(nz + 1, 0.0);
+  for (size_t k = nz; k-- > 0;) {
+    above[k] = above[k + 1] + z.p[k];
+    above_x[k] = above_x[k + 1] + z.p[k] * z.x[k];
+  }
+  // Every combination of the other jobs (an odometer over their values): its
+  // sum s and probability w; then y's values ascending, z's threshold
+  // C - s - y falling, so one pointer walks z's values down.
+  const size_t others = jobs.size() - 2;
+  std::vector<size_t> digit(others, 0);
+  double excess = 0;
+  for (uint64_t c = 0; c < combinations; ++c) {
+    double s = 0, w = 1;
+    for (size_t j = 0; j < others; ++j) {
+      s += jobs[j].x[digit[j]];
+      w *= jobs[j].p[digit[j]];
+    }
+    for (size_t j = 0; j < others && ++digit[j] == jobs[j].x.size(); ++j) digit[j] = 0;
+    size_t k = nz;  // z's values from k up pass the threshold
+    double part = 0;
+    for (size_t m = 0; m < y.x.size(); ++m) {
+      const double threshold = capacity_gbps - s - y.x[m];
+      while (k > 0 && z.x[k - 1] > threshold) --k;
+      if (k == nz) continue;
+      part += y.p[m] * std::max(0.0, above_x[k] - threshold * above[k]);
+    }
+    excess += w * part;
+  }
+  return excess;
+}
+
 bool SameUpToRotation(const UnifiedCircle& circle, const std::vector<uint32_t>& a,
                       const std::vector<uint32_t>& b) {
   const size_t jobs = circle.jobs.size();

@@ -57,6 +57,17 @@ absl::StatusOr<UnifiedCircle> BuildUnifiedCircle(const std::vector<LinkDemand>& 
 double TotalExcess(const UnifiedCircle& circle, double capacity_gbps,
                    const std::vector<uint32_t>& shifts);
 
+// The expected excess of one bin (Gbit/s) when every job sits at an
+// independent uniformly random phase: E[max(0, X_1 + ... + X_n - C)], X_j one
+// of job j's B_j bins drawn uniformly (a bin of the circle at random shifts
+// is such a draw, so the circle's expected total excess is N times it).
+// Exact: each job's distinct values with their shares of its bins, every
+// combination of all but the two jobs with the most distinct values
+// enumerated, and those two merged by one walk over their sorted values.
+// nullopt when that enumeration would take more than `max_steps` steps.
+std::optional<double> ExpectedExcessAtRandomPhases(const UnifiedCircle& circle, double capacity_gbps,
+                                                   uint64_t max_steps);
+
 // score = 1 - (1/N) * sum_k Excess(k) / C (SPEC 3.4); not clipped.
 inline double ScoreFromExcess(double total_excess, uint64_t bins, double capacity_gbps) {
   return 1.0 - total_excess / (static_cast<double>(bins) * capacity_gbps);

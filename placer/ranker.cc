@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string_view>
@@ -25,10 +26,15 @@
 namespace phasor::placer {
 namespace {
 
-// Random draws averaged for a link's baseline score (how a link fares
-// without phasor; a link's gain is its optimum minus that): each draw takes
-// one bin of every job's pattern, as independent uniformly random phases put
-// them together in a bin.
+// A link's baseline score is how it fares without phasor (its gain is its
+// optimum minus that): the expected score at independent uniformly random
+// phases. It is computed exactly (ExpectedExcessAtRandomPhases) within
+// kBaselineExactSteps steps of its walk, about what the estimate below costs
+// (on bench/rank_digest's small requests, 2^16-2^18 steps ranked in the same
+// time); past them (links of several jobs with many distinct levels each)
+// it is estimated from kBaselineDraws random draws, each one bin of every
+// job's pattern, as independent uniformly random phases put them together.
+constexpr uint64_t kBaselineExactSteps = uint64_t{1} << 17;
 constexpr int kBaselineDraws = 4096;
 
 // One contended link solved alone. Shared between the candidates of a request
@@ -42,11 +48,15 @@ struct LinkSolve {
   uint64_t seed = 0;
 
   // The expected score at independent uniformly random phases (how the link
-  // fares without phasor), estimated from kBaselineDraws random bins (the
-  // circle's expected excess is N times a random bin's), computed on first
-  // use: only loops need it. Safe to call from concurrent rankings.
+  // fares without phasor; the circle's expected excess is N times a random
+  // bin's), exact or estimated (kBaselineExactSteps), computed on first use:
+  // only loops need it. Safe to call from concurrent rankings.
   double BaselineScore() const {
     std::call_once(baseline_once_, [this] {
+      if (std::optional<double> exact = ExpectedExcessAtRandomPhases(circle, capacity_gbps, kBaselineExactSteps)) {
+        baseline_score_ = 1.0 - *exact / capacity_gbps;
+        return;
+      }
       std::mt19937_64 rng(seed);
       double excess = 0;
       for (int draw = 0; draw < kBaselineDraws; ++draw) {

@@ -20,6 +20,16 @@
 // own links from another start) and 10 no longer report `cycle` (their only
 // loops ran through pinned jobs). The small values changed then; the
 // benchmark requests pin no job and stay.
+//
+// Since a loop link's baseline (how it fares at random phases, from which
+// the joint solver's spanning trees weigh its gain) is computed exactly
+// where that is cheap instead of estimated from 4,096 random draws, the
+// requests with loops are answered differently where the estimate's noise
+// changed which tree was tried: over the 400 small requests and the shuffled
+// one (1,162 candidates), 48 candidates take other shifts, 24 of them with
+// another score (15 higher, 9 lower, at most 0.0041 apart), and one policy
+// decision changes (small request 116: the host's first, then the candidate
+// with less at risk). The shuffled and small values changed then.
 #include "gtest/gtest.h"
 #include "tests/testing/rank_corpus.h"
 
@@ -39,12 +49,12 @@ TEST(RankGoldenTest, TheBenchmarksRequestsAreAnsweredAsBefore) {
   EXPECT_EQ(RankAndPolicyDigest(ArrivalInstance(42, false), As035f093()), 0x62fa6f8721a88485ULL);
   EXPECT_EQ(RankAndPolicyDigest(ArrivalInstance(42, true), As035f093()), 0x755578ee059b97f7ULL);
   EXPECT_EQ(RankAndPolicyDigest(depth_first, As035f093()), 0xf41bdfd0beb1a260ULL);
-  EXPECT_EQ(RankAndPolicyDigest(ShuffledInstance(42), As035f093()), 0x9965bc001a5271efULL);
+  EXPECT_EQ(RankAndPolicyDigest(ShuffledInstance(42), As035f093()), 0xd8ad70a3984842cfULL);
   // The shipped policy.
   EXPECT_EQ(RankAndPolicyDigest(ArrivalInstance(42, false)), 0x62fa6f8721a88485ULL);
   EXPECT_EQ(RankAndPolicyDigest(ArrivalInstance(42, true)), 0x7d80ec66788befbfULL);
   EXPECT_EQ(RankAndPolicyDigest(depth_first), 0xf41bdfd0beb1a260ULL);
-  EXPECT_EQ(RankAndPolicyDigest(ShuffledInstance(42)), 0x9965bc001a5271efULL);
+  EXPECT_EQ(RankAndPolicyDigest(ShuffledInstance(42)), 0xd8ad70a3984842cfULL);
 }
 
 TEST(RankGoldenTest, SmallRequestsOfEveryKindAreAnsweredAsBefore) {
@@ -53,8 +63,8 @@ TEST(RankGoldenTest, SmallRequestsOfEveryKindAreAnsweredAsBefore) {
     as_035f093.Add(RankAndPolicyDigest(SmallInstance(i), As035f093()));
     shipped.Add(RankAndPolicyDigest(SmallInstance(i)));
   }
-  EXPECT_EQ(as_035f093.value(), 0xf427d9efb572f6bbULL);
-  EXPECT_EQ(shipped.value(), 0x78d71acacdba9bfeULL);
+  EXPECT_EQ(as_035f093.value(), 0x8123eb71c8fb6254ULL);
+  EXPECT_EQ(shipped.value(), 0x361ccdba2267c254ULL);
 }
 
 }  // namespace

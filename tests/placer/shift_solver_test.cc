@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -613,6 +614,72 @@ TEST(TotalExcessTest, ThePeakBoundChangesNoValue) {
     // Lined up, the peaks meet: just below their sum the excess is not 0.
     EXPECT_GT(TotalExcess(circle, peaks * 0.999, aligned), 0.0) << "trial " << trial;
   }
+}
+
+// The mean over every tuple of bins, one per job, of max(0, sum - C): the
+// expectation at independent uniformly random phases, by its definition.
+double MeanExcessOverEveryTuple(const std::vector<std::vector<double>>& d, double cap) {
+  std::vector<size_t> at(d.size(), 0);
+  double total = 0;
+  uint64_t tuples = 0;
+  while (true) {
+    double load = 0;
+    for (size_t j = 0; j < d.size(); ++j) load += d[j][at[j]];
+    total += std::max(0.0, load - cap);
+    ++tuples;
+    size_t j = 0;
+    while (j < d.size() && ++at[j] == d[j].size()) at[j++] = 0;
+    if (j == d.size()) break;
+  }
+  return total / static_cast<double>(tuples);
+}
+
+TEST(ExpectedExcessAtRandomPhasesTest, EqualsTheMeanOverEveryTupleOfBins) {
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> unit(0, 1);
+  int nonzero = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<TrafficProfile> profiles;
+    const size_t jobs = 1 + rng() % 5;
+    for (size_t j = 0; j < jobs; ++j) {
+      std::vector<double> gbps(2 + rng() % 9);
+      // Few levels (repeated values, as square waves give) or many.
+      const bool levels = rng() % 2 == 0;
+      for (double& v : gbps) v = levels ? 10.0 * static_cast<double>(rng() % 3) : 40 * unit(rng);
+      gbps[rng() % gbps.size()] = 5 + 30 * unit(rng);
+      profiles.push_back(ArrayProfile(gbps));
+    }
+    const UnifiedCircle circle = Circle(profiles);
+    const std::vector<std::vector<double>> d = Patterns(circle);
+    for (double cap : {circle.peak_load_gbps * 0.3, circle.peak_load_gbps * 0.7, circle.peak_load_gbps}) {
+      const std::optional<double> exact = ExpectedExcessAtRandomPhases(circle, cap, uint64_t{1} << 20);
+      ASSERT_TRUE(exact.has_value()) << "trial " << trial;
+      const double want = MeanExcessOverEveryTuple(d, cap);
+      EXPECT_NEAR(*exact, want, 1e-12 * (1 + want)) << "trial " << trial << " cap " << cap;
+      nonzero += want > 0;
+    }
+  }
+  EXPECT_GT(nonzero, 300);  // most instances have excess to find
+}
+
+TEST(ExpectedExcessAtRandomPhasesTest, GivesUpPastItsStepsAndNeedsNoneWhenThePeaksFit) {
+  std::mt19937_64 rng(37);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<TrafficProfile> profiles;
+  for (int j = 0; j < 4; ++j) {
+    std::vector<double> gbps(20);
+    for (double& v : gbps) v = 1 + 40 * unit(rng);  // 20 distinct values each
+    profiles.push_back(ArrayProfile(gbps));
+  }
+  const UnifiedCircle circle = Circle(profiles);
+  // Two jobs enumerated (400 combinations), the other two walked (40 values):
+  // 16,000 steps.
+  EXPECT_FALSE(ExpectedExcessAtRandomPhases(circle, 50, 15'999).has_value());
+  ASSERT_TRUE(ExpectedExcessAtRandomPhases(circle, 50, 16'000).has_value());
+  EXPECT_NEAR(*ExpectedExcessAtRandomPhases(circle, 50, 16'000), MeanExcessOverEveryTuple(Patterns(circle), 50),
+              1e-12 * 100);
+  // At or above the peaks' sum nothing is enumerated: 0 within any budget.
+  EXPECT_EQ(ExpectedExcessAtRandomPhases(circle, circle.peak_load_gbps, 0), 0.0);
 }
 
 TEST(SameUpToRotationTest, MatchesTheScoreInvariance) {
