@@ -762,9 +762,10 @@ class LoadClasses {
 // The period to fold `load` at for job j's classes: the other jobs' lcm
 // `others` when the load repeats every `others` bins (bit for bit) and b does
 // not divide it, else the whole circle.
-uint64_t LoadPeriod(const std::vector<double>& load, uint64_t others, uint64_t b) {
+uint64_t LoadPeriod(const std::vector<double>& load, uint64_t others, uint64_t b, bool others_only = false) {
   const uint64_t n = load.size();
   if (others >= n || others % b == 0 || std::lcm(others, b) != n) return n;
+  if (others_only) return others;
   if (std::memcmp(load.data(), load.data() + others, (n - others) * sizeof(double)) != 0) return n;
   return others;
 }
@@ -774,6 +775,12 @@ uint64_t LoadPeriod(const std::vector<double>& load, uint64_t others, uint64_t b
 void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t j,
                                          std::vector<double>& out) {
   ExcessForAllShiftsPeriodic(load.data(), LoadPeriod(load, OthersBins(j), JobBins(j)), j, out);
+}
+
+void CircleEvaluator::ExcessForAllShiftsOfOthers(const std::vector<double>& load, size_t j,
+                                                 std::vector<double>& out) {
+  ExcessForAllShiftsPeriodic(load.data(), LoadPeriod(load, OthersBins(j), JobBins(j), /*others_only=*/true), j,
+                             out);
 }
 
 void CircleEvaluator::OthersLoad(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts,

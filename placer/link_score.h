@@ -140,6 +140,14 @@ class CircleEvaluator {
   // when the pattern repeats often (FoldingPays).
   void ExcessForAllShifts(const std::vector<double>& load, size_t j, std::vector<double>& out);
 
+  // ExcessForAllShifts of a load made of other jobs' patterns only, each
+  // AddJob'ed (any of them, in any order, onto zeros: the searches' loads).
+  // Such a load repeats every OthersBins(j) bins bit for bit (each bin and
+  // the bin one period on add the same values in the same order), so the
+  // check ExcessForAllShifts makes of that, a compare of the whole load, is
+  // skipped: the same values.
+  void ExcessForAllShiftsOfOthers(const std::vector<double>& load, size_t j, std::vector<double>& out);
+
   // ExcessForAllShifts of job j against a load that repeats every `period`
   // bins (only load[0, period) is read; lcm(period, B_j) must be the circle's
   // N, as for any load of the other jobs with period OthersBins(j)).

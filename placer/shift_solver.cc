@@ -430,7 +430,7 @@ class Search {
           // the same configuration up to a common rotation.
           ScratchBuffer all_buffer(eval_.JobBins(j));
           std::vector<double>& all = all_buffer.get();
-          eval_.ExcessForAllShifts(load, j, all);
+          eval_.ExcessForAllShiftsOfOthers(load, j, all);
           for (uint32_t t = 0; t < ranges_[level]; ++t) {
             shifts_[j] = t;
             Record(all[t]);
@@ -445,7 +445,7 @@ class Search {
         // it, so that the search records the same configurations and values.
         if (s == 0) {
           last_all_.resize(eval_.JobBins(j));
-          eval_.ExcessForAllShifts(load, j, last_all_);
+          eval_.ExcessForAllShiftsOfOthers(load, j, last_all_);
         }
         if (last_all_[s] < best_excess_ - tolerance_ * 1e-3) {
           Record(eval_.ExcessWith(load, j, s, std::numeric_limits<double>::infinity()));
@@ -487,7 +487,7 @@ class Search {
     if (eval_.FoldingPays(j)) {
       ScratchBuffer all_buffer(eval_.JobBins(j));
       std::vector<double>& all = all_buffer.get();
-      eval_.ExcessForAllShifts(others, j, all);
+      eval_.ExcessForAllShiftsOfOthers(others, j, all);
       uint32_t best_s = current;
       for (uint32_t s = 0; s < all.size(); ++s) {
         if (all[s] < all[best_s] - tolerance_ * 1e-3) best_s = s;

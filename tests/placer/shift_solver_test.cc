@@ -550,13 +550,24 @@ TEST(CircleEvaluatorTest, EveryShiftsExcessIsTheFirstWrittenOnesBitForBit) {
         others.push_back(i);
       }
       const std::vector<double> expected = AllShiftsAsFirstWritten(load, circle.jobs[j].gbps, 50);
-      std::vector<double> whole, period;
+      std::vector<double> whole, period, of_others;
       eval.ExcessForAllShifts(load, j, whole);
       eval.ExcessForAllShiftsAgainst(others, shifts, j, period);
+      eval.ExcessForAllShiftsOfOthers(load, j, of_others);
       ASSERT_EQ(whole.size(), expected.size());
       for (size_t s = 0; s < expected.size(); ++s) {
         ASSERT_EQ(whole[s], expected[s]) << "instance " << instance << " job " << j << " shift " << s;
         ASSERT_EQ(period[s], expected[s]) << "instance " << instance << " job " << j << " shift " << s;
+        ASSERT_EQ(of_others[s], expected[s]) << "instance " << instance << " job " << j << " shift " << s;
+      }
+      // Some of the others only (as the greedy's placed jobs): the load
+      // repeats within OthersBins(j) all the same.
+      std::vector<double> some(circle.bins, 0.0);
+      eval.AddJob(others.back(), shifts[others.back()], some);
+      const std::vector<double> expected_some = AllShiftsAsFirstWritten(some, circle.jobs[j].gbps, 50);
+      eval.ExcessForAllShiftsOfOthers(some, j, of_others);
+      for (size_t s = 0; s < expected_some.size(); ++s) {
+        ASSERT_EQ(of_others[s], expected_some[s]) << "instance " << instance << " job " << j << " shift " << s;
       }
       // One period of the others' load is the first OthersBins(j) bins of theirs on the circle.
       std::vector<double> one_period;
