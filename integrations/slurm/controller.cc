@@ -275,6 +275,7 @@ void SlurmController::QueueDump(const std::string& name, const placer::RankReque
 }
 
 void SlurmController::WriteOnce() {
+  std::lock_guard<std::mutex> writing(writing_mu_);
   bool dirty;
   std::deque<std::pair<std::string, placer::RankRequest>> dumps;
   {

@@ -196,7 +196,8 @@ class SlurmController {
   bool HasState() const;
 
   // Writes the state file and the queued dumps now (they are otherwise
-  // written by a thread of their own, soon after each change).
+  // written by a thread of their own, soon after each change); on return
+  // every change and dump queued before the call is on disk.
   void Flush();
 
   // Jobs placed now (Slurm job id -> nodes), pins on pending jobs (job id ->
@@ -322,6 +323,9 @@ class SlurmController {
   bool dirty_ = false;
   bool stop_writer_ = false;
   mutable std::deque<std::pair<std::string, placer::RankRequest>> dumps_;
+  // One WriteOnce at a time, whole: Flush returns only after what the writer
+  // thread had already taken off the queue is on disk as well.
+  std::mutex writing_mu_;
   std::thread writer_;
   std::mutex replan_mu_;  // one poll or re-plan at a time
   std::map<std::string, int64_t> gated_;  // under replan_mu_: jobs whose End re-planned with all their nodes free
