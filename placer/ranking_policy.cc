@@ -229,6 +229,26 @@ size_t PairsAtRisk(const RankedCandidate& c) {
   return pairs;
 }
 
+size_t DistinctServers(std::vector<std::string> servers) {
+  std::sort(servers.begin(), servers.end());
+  return static_cast<size_t>(std::unique(servers.begin(), servers.end()) - servers.begin());
+}
+
+// Whether `c` places every job `host` places from server form (their rank
+// orders), each on at most as many servers: a candidate that leaves one of
+// them waiting, or spreads one over more servers (which then sends over the
+// network what it exchanged inside a server, a cost its profile does not
+// show), is not "less at risk" whatever its links. Candidates of links alone
+// (no rank orders) pass.
+bool KeepsTheHostsJobsAndShapes(const RankedCandidate& c, const RankedCandidate& host) {
+  for (const auto& [job, order] : host.rank_order) {
+    auto it = c.rank_order.find(job);
+    if (it == c.rank_order.end()) return false;
+    if (DistinctServers(it->second) > DistinctServers(order)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolicyOptions& options,
@@ -333,7 +353,8 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
   // No predicted gain overtook: between equal predictions, the candidate with
   // less at risk: fewer (job, contended link) pairs, fewer jobs whose shift
   // must be delivered, fewer (job, link) entries (links to share with later
-  // jobs); none of them more than the host's first.
+  // jobs); none of them more than the host's first, and the host's first's
+  // jobs all placed, none on more servers (KeepsTheHostsJobsAndShapes).
   bool less_at_risk = false;
   if (best == host && options.prefer_less_at_risk) {
     auto risk = [&](size_t i) {
@@ -346,6 +367,7 @@ PolicyDecision ApplyRankingPolicy(const RankRequest& request, const RankingPolic
     for (size_t i = 0; i < ranking.ranked.size(); ++i) {
       const RankedCandidate& c = ranking.ranked[i];
       if (i == host || effective_of[i] + 1e-9 < effective_of[host] || (c.cycle && !c.exact)) continue;
+      if (!KeepsTheHostsJobsAndShapes(c, ranking.ranked[host])) continue;
       const std::array<size_t, 3> r = risk(i);
       if (r[0] > h[0] || r[1] > h[1] || r[2] > h[2] || r == h) continue;
       if (best == host || r < risk(best)) best = i;

@@ -83,8 +83,10 @@ struct RankingPolicyOptions {
   // When no candidate overtakes the host's first on a predicted gain, one
   // whose predicted score is at least as high and that puts less at risk
   // (fewer (job, contended link) pairs, then a smaller footprint, neither
-  // larger) goes first (SPEC 5 (c); reason "less-at-risk"). Default true;
-  // Cassini mode turns it off.
+  // larger) goes first (SPEC 5 (c); reason "less-at-risk"), provided it
+  // places every job the host's first places from server form, none on more
+  // servers (their rank orders): a job left waiting or spread thinner is not
+  // less at risk, whatever its links. Default true; Cassini mode turns it off.
   bool prefer_less_at_risk = true;
 };
 

@@ -578,8 +578,12 @@ class Replayer {
         candidate.id = std::to_string(c);
         candidate.links = running_links;
         for (const auto& [id, plan] : plans[c]) {
-          if (!plan.running.networked) continue;
           const std::string rank_id = absl::StrCat(id, "@", c);
+          // Where the job runs (a server per GPU), by its own id in every
+          // candidate, as phasord's routing reports it: the policy keeps
+          // the host's first's jobs and shapes (placer/ranking_policy.h).
+          candidate.rank_order[id] = (*candidates)[c].servers.at(id);
+          if (!plan.running.networked) continue;
           request.jobs.push_back(RankJob(rank_id, plan.running.profile));
           candidate.links[rank_id] = plan.running.links;
           any_new_networked = true;

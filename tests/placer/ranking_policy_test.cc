@@ -381,6 +381,38 @@ TEST(RankingPolicyTest, BetweenEqualPredictionsLessAtRiskGoesFirst) {
   EXPECT_EQ(d.chosen, "host");
 }
 
+// A candidate that shares no link because it spreads a job over more
+// servers (half a server's GPUs on each), or leaves one of the host's first's
+// jobs waiting, is not "less at risk": the spread job sends over the network
+// what it exchanged inside a server, the waiting one waits. With each job on
+// as many servers or fewer, it is.
+TEST(RankingPolicyTest, LessAtRiskKeepsTheHostsJobsAndShapes) {
+  RankRequest request = Request();
+  Ranking ranking;
+  RankedCandidate host = Ranked("host", 1.0, {"l0"});
+  host.rank_order = {{"j0", {"s0", "s0", "s1", "s1"}}, {"j1", {"s4", "s4"}}};  // 2 and 1 servers
+  RankedCandidate other = Ranked("alone", 1.0, {});
+  auto decide = [&](std::map<std::string, std::vector<std::string>> order) {
+    other.rank_order = std::move(order);
+    ranking.ranked = {host, other};
+    return ApplyRankingPolicy(request, RankingPolicyOptions{}, ranking);
+  };
+  PolicyDecision d = decide({{"j0", {"s2", "s3", "s6", "s7"}}, {"j1", {"s5", "s5"}}});  // j0 on 4
+  EXPECT_EQ(d.chosen, "host");
+  EXPECT_EQ(d.reason, "host-first");
+  d = decide({{"j0", {"s2", "s2", "s3", "s3"}}});  // j1 left waiting
+  EXPECT_EQ(d.chosen, "host");
+  d = decide({{"j0", {"s2", "s2", "s3", "s3"}}, {"j1", {"s5", "s5"}}});  // the host's shapes
+  EXPECT_EQ(d.chosen, "alone");
+  EXPECT_EQ(d.reason, "less-at-risk");
+  d = decide({{"j0", {"s2", "s2", "s2", "s2"}}, {"j1", {"s5", "s5"}}});  // j0 on fewer servers
+  EXPECT_EQ(d.chosen, "alone");
+  // Candidates of links alone (no rank orders) are judged on their links.
+  host.rank_order.clear();
+  d = decide({});
+  EXPECT_EQ(d.chosen, "alone");
+}
+
 TEST(RankingPolicyTest, RejectsBadOptions) {
   EXPECT_TRUE(ValidateRankingPolicyOptions({}).ok());
   EXPECT_THAT(std::string(ValidateRankingPolicyOptions({.min_gain = 0, .min_headroom = 1}).message()),
