@@ -244,12 +244,15 @@ std::optional<double> ExpectedExcessAtRandomPhases(const UnifiedCircle& circle, 
   if (jobs.size() == 1) jobs.insert(jobs.begin(), Values{{0.0}, {1.0}});
   const Values& y = jobs[jobs.size() - 2];
   const Values& z = jobs.back();
+  // Steps: one walk of y's and z's values per combination of the others
+  // (checked as the product grows, so that it cannot overflow).
+  const uint64_t walk = y.x.size() + z.x.size();
+  if (walk > max_steps) return std::nullopt;
   uint64_t combinations = 1;
   for (size_t j = 0; j + 2 < jobs.size(); ++j) {
     combinations *= jobs[j].x.size();
-    if (combinations * (y.x.size() + z.x.size()) > max_steps) return std::nullopt;
+    if (combinations * walk > max_steps) return std::nullopt;
   }
-  if (combinations * (y.x.size() + z.x.size()) > max_steps) return std::nullopt;
   // The last job's tails: above[k] = sum_{i >= k} p_i, above_x[k] = sum_{i >= k} p_i x_i.
   const size_t nz = z.x.size();
   std::vector<double> above(nz + 1, 0.0), above_x(nz + 1, 0.0);
@@ -759,15 +762,20 @@ class LoadClasses {
   std::vector<uint64_t>& low_ = arrays_.low;
 };
 
-// The period to fold `load` at for job j's classes: the other jobs' lcm
-// `others` when the load repeats every `others` bins (bit for bit) and b does
-// not divide it, else the whole circle.
-uint64_t LoadPeriod(const std::vector<double>& load, uint64_t others, uint64_t b, bool others_only = false) {
+// The period to fold a load of the other jobs at for job j's classes (b bins)
+// on a circle of n: their lcm `others` when b does not divide it and it
+// leaves the circle's classes whole (lcm(others, b) = n), else the circle.
+uint64_t FoldPeriod(uint64_t n, uint64_t others, uint64_t b) {
+  return others >= n || others % b == 0 || std::lcm(others, b) != n ? n : others;
+}
+
+// FoldPeriod for any load: `others` only where the load repeats every
+// `others` bins, bit for bit.
+uint64_t LoadPeriod(const std::vector<double>& load, uint64_t others, uint64_t b) {
   const uint64_t n = load.size();
-  if (others >= n || others % b == 0 || std::lcm(others, b) != n) return n;
-  if (others_only) return others;
-  if (std::memcmp(load.data(), load.data() + others, (n - others) * sizeof(double)) != 0) return n;
-  return others;
+  const uint64_t period = FoldPeriod(n, others, b);
+  if (period == n || std::memcmp(load.data(), load.data() + others, (n - others) * sizeof(double)) != 0) return n;
+  return period;
 }
 
 }  // namespace
@@ -779,8 +787,7 @@ void CircleEvaluator::ExcessForAllShifts(const std::vector<double>& load, size_t
 
 void CircleEvaluator::ExcessForAllShiftsOfOthers(const std::vector<double>& load, size_t j,
                                                  std::vector<double>& out) {
-  ExcessForAllShiftsPeriodic(load.data(), LoadPeriod(load, OthersBins(j), JobBins(j), /*others_only=*/true), j,
-                             out);
+  ExcessForAllShiftsPeriodic(load.data(), FoldPeriod(load.size(), OthersBins(j), JobBins(j)), j, out);
 }
 
 void CircleEvaluator::OthersLoad(const std::vector<size_t>& others, const std::vector<uint32_t>& shifts,
