@@ -439,14 +439,13 @@ void Daemon::Impl::OnRank(const std::vector<std::string>& routing, const protoco
   // queued when its time has passed is answered unsolved (Service::Solve).
   auto task = std::make_shared<PreparedRanking>(*std::move(prepared));
   const bool queued = pool_->Submit([this, routing, task]() -> std::function<void()> {
-    auto reply = std::make_shared<absl::StatusOr<v1::RankReply>>(Service::Solve(*task));
+    auto reply = std::make_shared<absl::StatusOr<SolvedRanking>>(Service::Solve(*task));
     return [this, routing, task, reply] {
       if (reply->ok()) {
         if (absl::Status s = service_->RecordRanking(*task, **reply); !s.ok()) {
           return ReplyError(routing, MessageType::kRankRequest, s, task->request_id);
         }
-        Service::ApplyReplyDetail(*task, **reply);
-        return Reply(routing, MessageType::kRankReply, **reply);
+        return Reply(routing, MessageType::kRankReply, (*reply)->reply);
       }
       if (absl::IsResourceExhausted(reply->status())) {
         metrics_.Increment("phasord_rankings_dropped_total", {{"reason", "time"}});

@@ -61,22 +61,26 @@ std::string PolicyOutcome(const PreparedRanking& prepared, const v1::RankReply& 
   return "host-first";
 }
 
-// What Commit reads of a reply: each ranked candidate's shifts and its
+// What Commit reads of a ranking: each ranked candidate's shifts and its
 // links' scores. A store of a few KiB per ranking instead of the whole
 // reply (every link's jobs and rounding errors: 170 KiB for 8 candidates
-// among 20 running jobs), written on every Rank.
-v1::RankReply CommitView(const v1::RankReply& reply) {
+// among 20 running jobs), written on every Rank. `reply` is ToProto of
+// `ranking` (the same candidates in the same order), with or without links.
+v1::RankReply CommitView(const v1::RankReply& reply, const placer::Ranking& ranking) {
   v1::RankReply view;
   view.set_ranking_id(reply.ranking_id());
-  for (const v1::RankedCandidate& c : reply.ranked()) {
+  for (int i = 0; i < reply.ranked_size(); ++i) {
+    const v1::RankedCandidate& c = reply.ranked(i);
     v1::RankedCandidate& kept = *view.add_ranked();
     kept.set_candidate(c.candidate());
     kept.set_score(c.score());
     *kept.mutable_shifts() = c.shifts();
-    for (const v1::LinkResult& l : c.links()) {
+    const std::vector<placer::LinkResult>& links = ranking.ranked[static_cast<size_t>(i)].links;
+    kept.mutable_links()->Reserve(static_cast<int>(links.size()));
+    for (const placer::LinkResult& l : links) {
       v1::LinkResult& link = *kept.add_links();
-      link.set_id(l.id());
-      link.set_score(l.score());
+      link.set_id(l.id);
+      link.set_score(l.score);
     }
   }
   return view;
@@ -307,7 +311,7 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   return prepared;
 }
 
-absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared, SteadyTime now) {
+absl::StatusOr<SolvedRanking> Service::Solve(const PreparedRanking& prepared, SteadyTime now) {
   const auto begin = std::chrono::steady_clock::now();
   // The request's time ran from its arrival; what it spent waiting for a
   // solver is gone. One whose client gave up is not ranked at all.
@@ -336,19 +340,20 @@ absl::StatusOr<v1::RankReply> Service::Solve(const PreparedRanking& prepared, St
   spdlog::debug("phasord: ranking {}: policy {} (host's first '{}', first now '{}')", prepared.ranking_id,
                 decision.reason, decision.host_first, decision.chosen);
   ranking.rejected.insert(ranking.rejected.end(), prepared.set_aside.begin(), prepared.set_aside.end());
-  // An ORDER reply's links are dropped after the commit view is kept
-  // (ApplyReplyDetail): only their ids and scores are built.
-  v1::RankReply reply = protocol::ToProto(ranking, prepared.request, prepared.reply_links);
-  reply.set_request_id(prepared.request_id);
-  reply.set_ranking_id(prepared.ranking_id);
-  reply.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
-  return reply;
+  // An ORDER reply has no links; the commit view keeps their ids and scores.
+  SolvedRanking solved;
+  solved.reply = protocol::ToProto(ranking, prepared.request, prepared.reply_links);
+  solved.reply.set_request_id(prepared.request_id);
+  solved.reply.set_ranking_id(prepared.ranking_id);
+  solved.commit_view = CommitView(solved.reply, ranking).SerializeAsString();
+  solved.reply.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+  return solved;
 }
 
-absl::Status Service::RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply) {
-  metrics_->ObserveSolveSeconds(reply.solve_seconds());
-  metrics_->Increment("phasord_policy_decisions_total", {{"decision", PolicyOutcome(prepared, reply)}});
-  StoredRanking stored{prepared.ranking_id, clock_(), CommitView(reply).SerializeAsString(), prepared.candidates};
+absl::Status Service::RecordRanking(const PreparedRanking& prepared, const SolvedRanking& solved) {
+  metrics_->ObserveSolveSeconds(solved.reply.solve_seconds());
+  metrics_->Increment("phasord_policy_decisions_total", {{"decision", PolicyOutcome(prepared, solved.reply)}});
+  StoredRanking stored{prepared.ranking_id, clock_(), solved.commit_view, prepared.candidates};
   if (absl::Status s = store_->PutRanking(stored, options_.keep_rankings); !s.ok()) {
     spdlog::error("phasord: cannot store ranking {}: {}", prepared.ranking_id, std::string(s.message()));
     return StoreFailure(s);
@@ -356,19 +361,13 @@ absl::Status Service::RecordRanking(const PreparedRanking& prepared, const v1::R
   return absl::OkStatus();
 }
 
-void Service::ApplyReplyDetail(const PreparedRanking& prepared, v1::RankReply& reply) {
-  if (prepared.reply_links) return;
-  for (v1::RankedCandidate& c : *reply.mutable_ranked()) c.clear_links();
-}
-
 absl::StatusOr<v1::RankReply> Service::Rank(const v1::RankRequest& request) {
   absl::StatusOr<PreparedRanking> prepared = PrepareRank(request);
   if (!prepared.ok()) return prepared.status();
-  absl::StatusOr<v1::RankReply> reply = Solve(*prepared);
-  if (!reply.ok()) return reply.status();
-  if (absl::Status s = RecordRanking(*prepared, *reply); !s.ok()) return s;
-  ApplyReplyDetail(*prepared, *reply);
-  return reply;
+  absl::StatusOr<SolvedRanking> solved = Solve(*prepared);
+  if (!solved.ok()) return solved.status();
+  if (absl::Status s = RecordRanking(*prepared, *solved); !s.ok()) return s;
+  return std::move(solved->reply);
 }
 
 v1::OffsetUpdate Service::ToUpdate(const StoredOffset& o) const {

@@ -83,6 +83,14 @@ struct PreparedRanking {
   SteadyTime deadline;
 };
 
+// A solved ranking: the reply as the request asked for it (reply_detail) and
+// what a Commit reads of the ranking, serialized (each candidate's id, score,
+// shifts and its links' ids and scores), both built on the solving thread.
+struct SolvedRanking {
+  v1::RankReply reply;
+  std::string commit_view;
+};
+
 // The checks a ProfileUpdate passes before phasord keeps it (and again when a
 // stored one is loaded): a subject, confidence in 0..1, a valid profile.
 absl::Status CheckProfileUpdate(const v1::ProfileUpdate& update);
@@ -105,12 +113,10 @@ class Service {
   // Ranks within what is left of the request's time at `now`; a request
   // whose time has passed is ResourceExhausted (deadline_ms, naming how long
   // it waited) and is not ranked.
-  static absl::StatusOr<v1::RankReply> Solve(const PreparedRanking& prepared,
+  static absl::StatusOr<SolvedRanking> Solve(const PreparedRanking& prepared,
                                              SteadyTime now = std::chrono::steady_clock::now());
   // Stores a solved ranking (so that it can be committed) and counts it.
-  absl::Status RecordRanking(const PreparedRanking& prepared, const v1::RankReply& reply);
-  // The reply as the request asked for it (reply_detail), after RecordRanking.
-  static void ApplyReplyDetail(const PreparedRanking& prepared, v1::RankReply& reply);
+  absl::Status RecordRanking(const PreparedRanking& prepared, const SolvedRanking& solved);
   // PrepareRank, Solve and RecordRanking in a row (tests, fuzzers).
   absl::StatusOr<v1::RankReply> Rank(const v1::RankRequest& request);
 

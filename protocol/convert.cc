@@ -181,7 +181,7 @@ uint32_t ShiftPeriodUs(const placer::RankedCandidate& candidate, const placer::J
   return PeriodOnQuantum(job, ShiftQuanta(candidate));
 }
 
-v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest& request, bool link_details) {
+v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest& request, bool links) {
   v1::RankReply out;
   absl::flat_hash_map<std::string_view, const placer::Job*> job_of;
   for (const placer::Job& j : request.jobs) job_of.try_emplace(j.id, &j);  // ids are unique (validated)
@@ -204,11 +204,11 @@ v1::RankReply ToProto(const placer::Ranking& ranking, const placer::RankRequest&
       s->set_shift_us(shift);
       if (auto j = job_of.find(job); j != job_of.end()) s->set_period_us(PeriodOnQuantum(*j->second, quanta));
     }
+    if (!links) continue;
     for (const placer::LinkResult& lr : rc.links) {
       v1::LinkResult* l = c->add_links();
       l->set_id(lr.id);
       l->set_score(lr.score);
-      if (!link_details) continue;
       l->set_optimal_score(lr.optimal_score);
       l->set_capacity_gbps(lr.capacity_gbps);
       for (const std::string& j : lr.jobs) l->add_jobs(j);

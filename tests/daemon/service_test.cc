@@ -317,9 +317,9 @@ TEST_F(ServiceTest, ARequestsTimeRunsFromItsArrival) {
                 "deadline_ms: ranking ", prepared->ranking_id,
                 " waited 60 ms for a solver, past its 50 ms (limits.deadline_ms, or the request's wait_ms "
                 "when shorter): not ranked")));
-  absl::StatusOr<v1::RankReply> solved = Service::Solve(*prepared, arrival + std::chrono::milliseconds(10));
+  absl::StatusOr<SolvedRanking> solved = Service::Solve(*prepared, arrival + std::chrono::milliseconds(10));
   ASSERT_TRUE(solved.ok()) << solved.status();
-  EXPECT_EQ(solved->ranked_size(), 2);
+  EXPECT_EQ(solved->reply.ranked_size(), 2);
   // Without a wait, limits.deadline_ms; a longer wait does not extend it.
   request.set_wait_ms(0);
   EXPECT_EQ(service->PrepareRank(request, arrival)->time_ms, options_.rank_limits.deadline_ms);
