@@ -320,13 +320,14 @@ RoutedServers RouteServers(const topology::Router& router,
                            const std::map<std::string, std::vector<std::string>>& servers) {
   RoutedServers out;
   for (const auto& [job, list] : servers) {
-    absl::StatusOr<topology::LinkShareMap> shares = topology::JobLinkShares(router, job, list);
-    if (!shares.ok()) {
+    absl::StatusOr<std::shared_ptr<const topology::Router::RingShares>> ring = topology::JobRing(router, job, list);
+    if (!ring.ok()) {
       out.failed_job = job;
-      out.reason = absl::StrCat("job '", job, "': ", shares.status().message());
+      out.reason = absl::StrCat("job '", job, "': ", ring.status().message());
       return out;
     }
-    out.shares.emplace(job, *std::move(shares));
+    out.shares.emplace(job, (*ring)->by_id);
+    out.rings.emplace(job, *std::move(ring));
   }
   return out;
 }
@@ -346,8 +347,21 @@ RoutedRunning RouteRunning(const topology::Router& router, const RankRequest& re
 
 const std::vector<double>& RunningLoadOf(const topology::Topology& fabric, const RankRequest& request,
                                          RoutedRunning& running) {
-  if (!running.load) running.load = RunningLoad(fabric, request, running.shares);
-  return *running.load;
+  if (running.load) return *running.load;
+  // RunningLoad(fabric, request, running.shares), its routed jobs' links
+  // taken by index (the same sums in the same order: at 10,000 servers a
+  // hundred jobs load a hundred thousand links, each a name to look up).
+  running.load = RunningLoad(fabric, request);
+  absl::flat_hash_map<std::string_view, const TrafficProfile*> profile_of;
+  for (const Job& job : request.jobs) profile_of.emplace(job.id, &job.profile);
+  std::vector<double>& load = *running.load;
+  for (const auto& [job, ring] : running.rings) {
+    auto profile = profile_of.find(job);
+    if (profile == profile_of.end()) continue;
+    const double mean = MeanGbps(*profile->second);
+    for (const auto& [link, share] : ring->by_index) load[link] += share * mean;
+  }
+  return load;
 }
 
 void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& router,

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -118,6 +119,8 @@ void AddOwnCandidates(const topology::Topology& fabric, const topology::Router& 
 struct RoutedServers {
   // By job, in job id order up to the first job that does not route.
   std::map<std::string, std::map<std::string, double>> shares;
+  // The same rings as the router keeps them (also by link index).
+  std::map<std::string, std::shared_ptr<const topology::Router::RingShares>> rings;
   std::string failed_job;  // the first job that did not route; empty when none
   std::string reason;      // "job '<id>': ..." as topology::PlacementShares words it
 };

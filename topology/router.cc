@@ -179,7 +179,7 @@ std::shared_ptr<const Router::RingShares> Router::FindRing(const std::string& ke
 }
 
 void Router::KeepRing(const std::string& key, std::shared_ptr<const RingShares> shares) const {
-  const size_t cost = shares->size() + 1;
+  const size_t cost = shares->by_id.size() + 1;
   absl::MutexLock lock(&ring_mu_);
   rings_.Put(key, std::move(shares), cost);
 }

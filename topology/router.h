@@ -117,13 +117,16 @@ class Router {
   // servers); same errors as FlowLinkShares. 0 when src == dst.
   absl::StatusOr<uint32_t> Distance(std::string_view src, std::string_view dst) const;
 
-  // Whole rings' link shares (link id -> share) as topology/traffic.h's
-  // JobLinkShares computes them, by a key of the job and its servers in rank
-  // order, kept for the router's life: a cluster's running jobs are routed
-  // again in every request ranked around them. Bounded by kRingMemoLinks
-  // link entries over all rings, the least recently used ring forgotten
-  // first (about 40 MiB at most). Only JobLinkShares uses these.
-  using RingShares = std::map<std::string, double>;
+  // Whole rings' link shares as topology/traffic.h's JobRing computes them,
+  // by a key of the job and its servers in rank order, kept for the router's
+  // life: a cluster's running jobs are routed again in every request ranked
+  // around them. Bounded by kRingMemoLinks link entries over all rings, the
+  // least recently used ring forgotten first (about 50 MiB at most). Only
+  // JobRing uses these.
+  struct RingShares {
+    std::map<std::string, double> by_id;                 // link id -> share
+    std::vector<std::pair<LinkIndex, double>> by_index;  // the same, in by_id's order
+  };
   static constexpr size_t kRingMemoLinks = size_t{1} << 19;
   std::shared_ptr<const RingShares> FindRing(const std::string& key) const;
   void KeepRing(const std::string& key, std::shared_ptr<const RingShares> shares) const;

@@ -45,23 +45,37 @@ absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_
   return hops;
 }
 
-absl::StatusOr<LinkShareMap> JobLinkShares(const Router& router, std::string_view job,
-                                           const std::vector<std::string>& servers) {
+absl::StatusOr<std::shared_ptr<const Router::RingShares>> JobRing(const Router& router, std::string_view job,
+                                                                  const std::vector<std::string>& servers) {
   // The key: the job (kFlowHash hashes it into each hop's flow key) and the
   // servers, each length-prefixed so no two inputs share a key.
   std::string key = absl::StrCat(job.size(), ":", AsAbsl(job));
   for (const std::string& s : servers) absl::StrAppend(&key, "|", s.size(), ":", s);
-  if (std::shared_ptr<const LinkShareMap> known = router.FindRing(key)) return *known;
+  if (std::shared_ptr<const Router::RingShares> known = router.FindRing(key)) return known;
   absl::StatusOr<std::vector<RingHop>> hops = RingHops(router, job, servers);
   if (!hops.ok()) return hops.status();
-  absl::flat_hash_map<LinkIndex, double> by_index;
+  absl::flat_hash_map<LinkIndex, double> summed;
   for (const RingHop& hop : *hops) {
-    for (const LinkShare& ls : hop.links) by_index[ls.link] += ls.share;
+    for (const LinkShare& ls : hop.links) summed[ls.link] += ls.share;
   }
-  auto out = std::make_shared<LinkShareMap>();
-  for (const auto& [link, share] : by_index) out->emplace(router.topology().link(link).id, share);
+  std::map<std::string, LinkIndex> index_of;
+  for (const auto& [link, share] : summed) index_of.emplace(router.topology().link(link).id, link);
+  auto out = std::make_shared<Router::RingShares>();
+  out->by_index.reserve(index_of.size());
+  for (const auto& [id, link] : index_of) {
+    const double share = summed.at(link);
+    out->by_id.emplace_hint(out->by_id.end(), id, share);
+    out->by_index.emplace_back(link, share);
+  }
   router.KeepRing(key, out);
-  return *out;
+  return out;
+}
+
+absl::StatusOr<LinkShareMap> JobLinkShares(const Router& router, std::string_view job,
+                                           const std::vector<std::string>& servers) {
+  absl::StatusOr<std::shared_ptr<const Router::RingShares>> ring = JobRing(router, job, servers);
+  if (!ring.ok()) return ring.status();
+  return (*ring)->by_id;
 }
 
 absl::StatusOr<PlacementLinkShares> PlacementShares(const Router& router,

@@ -73,6 +73,10 @@ absl::StatusOr<std::vector<RingHop>> RingHops(const Router& router, std::string_
 // One job: link id -> share (see the model above).
 absl::StatusOr<LinkShareMap> JobLinkShares(const Router& router, std::string_view job,
                                            const std::vector<std::string>& servers);
+// The same, as the router keeps it (Router::RingShares, shared: no copy),
+// also by link index.
+absl::StatusOr<std::shared_ptr<const Router::RingShares>> JobRing(const Router& router, std::string_view job,
+                                                                  const std::vector<std::string>& servers);
 
 // A whole candidate placement: job -> link id -> share. Jobs that load no link
 // map to an empty LinkShareMap. The first failing job's error is returned,

@@ -355,6 +355,9 @@ TEST(RouteRunningTest, TheRunningPartRoutedOnceServesOwnCandidatesAndRoutingAsRo
   AddOwnCandidates(fabric, router, once, &routed);
   ASSERT_TRUE(routed.load.has_value());  // the own candidates asked for the load
   EXPECT_GT((*routed.load)[*fabric.FindLink("leaf1->spine1")], 0.0);
+  // Summed from the kept rings by link index: the same doubles as by name.
+  ASSERT_EQ(routed.rings.size(), 1u);
+  EXPECT_EQ(*routed.load, RunningLoad(fabric, once, routed.shares));
   RouteCandidates(fabric, router, once, once_unrouted, &routed);
 
   EXPECT_TRUE(each_unrouted.empty());

@@ -1,6 +1,7 @@
 #include "topology/traffic.h"
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -66,6 +67,27 @@ TEST(TrafficTest, FourServerRingInRankOrder) {
   ASSERT_TRUE(doubled.ok());
   EXPECT_DOUBLE_EQ(doubled->at("leaf1->spine1"), 2.0);
   EXPECT_DOUBLE_EQ(doubled->at("spine1->leaf2"), 2.0);
+}
+
+// The router keeps a ring once: a second routing of the same job and servers
+// is the kept ring itself, its links also by index, in the id order.
+TEST(TrafficTest, JobRingIsKeptAndIndexedInIdOrder) {
+  const Topology t = SmallLeafSpine(2);
+  Router router(t);
+  absl::StatusOr<std::shared_ptr<const Router::RingShares>> ring = JobRing(router, "a", {"s1", "s3", "s2", "s4"});
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_EQ((*ring)->by_id, *JobLinkShares(router, "a", {"s1", "s3", "s2", "s4"}));
+  ASSERT_EQ((*ring)->by_index.size(), 16u);
+  size_t i = 0;
+  for (const auto& [id, share] : (*ring)->by_id) {
+    EXPECT_EQ(t.link((*ring)->by_index[i].first).id, id);
+    EXPECT_EQ((*ring)->by_index[i].second, share) << id;
+    ++i;
+  }
+  EXPECT_EQ(JobRing(router, "a", {"s1", "s3", "s2", "s4"})->get(), ring->get());
+  // Another job on the same servers is another ring (its flows hash apart).
+  EXPECT_NE(JobRing(router, "b", {"s1", "s3", "s2", "s4"})->get(), ring->get());
+  EXPECT_EQ(JobRing(router, "a", {"s1", "s9"}).status().message(), "server 's9' is not in the topology");
 }
 
 TEST(TrafficTest, IntraServerJobsLoadNothing) {
