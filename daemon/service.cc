@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
 #include "placer/candidate_routing.h"
 #include "placer/candidates.h"
 #include "placer/packing.h"
@@ -66,8 +67,10 @@ std::string PolicyOutcome(const PreparedRanking& prepared, const v1::RankReply& 
 // reply (every link's jobs and rounding errors: 170 KiB for 8 candidates
 // among 20 running jobs), written on every Rank. `reply` is ToProto of
 // `ranking` (the same candidates in the same order), with or without links.
-v1::RankReply CommitView(const v1::RankReply& reply, const placer::Ranking& ranking) {
-  v1::RankReply view;
+// On an arena: at 10,000 servers 80,000 link messages, made and freed at once.
+std::string CommitView(const v1::RankReply& reply, const placer::Ranking& ranking) {
+  google::protobuf::Arena arena;
+  v1::RankReply& view = *google::protobuf::Arena::CreateMessage<v1::RankReply>(&arena);
   view.set_ranking_id(reply.ranking_id());
   for (int i = 0; i < reply.ranked_size(); ++i) {
     const v1::RankedCandidate& c = reply.ranked(i);
@@ -83,7 +86,7 @@ v1::RankReply CommitView(const v1::RankReply& reply, const placer::Ranking& rank
       link.set_score(l.score);
     }
   }
-  return view;
+  return view.SerializeAsString();
 }
 
 }  // namespace
@@ -285,7 +288,9 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   // The request as ranked (options aside): server-form candidates routed to
   // link shares, so that a commit records the links each job loads, and the
   // jobs' profiles and links' capacities, which a commit keeps.
-  v1::RankRequest as_ranked = protocol::ToProto(*request);
+  google::protobuf::Arena arena;  // its hundred thousand running shares at 10,000 servers, freed at once
+  v1::RankRequest& as_ranked = *google::protobuf::Arena::CreateMessage<v1::RankRequest>(&arena);
+  protocol::ToProto(*request, as_ranked);
   as_ranked.clear_options();
   // The servers of server-form candidates, in the rank order the router
   // chose, beside the routed links, so that a commit records where each job
@@ -345,7 +350,7 @@ absl::StatusOr<SolvedRanking> Service::Solve(const PreparedRanking& prepared, St
   solved.reply = protocol::ToProto(ranking, prepared.request, prepared.reply_links);
   solved.reply.set_request_id(prepared.request_id);
   solved.reply.set_ranking_id(prepared.ranking_id);
-  solved.commit_view = CommitView(solved.reply, ranking).SerializeAsString();
+  solved.commit_view = CommitView(solved.reply, ranking);
   solved.reply.set_solve_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
   return solved;
 }

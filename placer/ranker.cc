@@ -217,6 +217,8 @@ class Ranker {
   // `out_of_time`, when set, is asked before every link solve and joint move.
   Ranker(const RankRequest& request, std::function<bool()> out_of_time)
       : request_(request), out_of_time_(std::move(out_of_time)), local_of_(request.jobs.size()) {
+    job_index_.reserve(request.jobs.size());
+    link_index_.reserve(request.links.size());
     for (size_t j = 0; j < request.jobs.size(); ++j) job_index_.emplace(request.jobs[j].id, j);
     for (size_t l = 0; l < request.links.size(); ++l) link_index_.emplace(request.links[l].id, l);
     options_key_ = SolveOptionsKey(request.options);
@@ -250,8 +252,9 @@ class Ranker {
   const RankRequest& request_;
   std::function<bool()> out_of_time_;
   bool stopped_ = false;
-  std::unordered_map<std::string, size_t> job_index_;
-  std::unordered_map<std::string, size_t> link_index_;
+  // By name (views of request_'s ids).
+  absl::flat_hash_map<std::string_view, size_t> job_index_;
+  absl::flat_hash_map<std::string_view, size_t> link_index_;
   // Per-link solves of the request by their SolveMemo key (capacity,
   // options, the jobs' profile digests, shares and pins): the memo may forget
   // an entry mid-request, this does not.
@@ -293,21 +296,35 @@ absl::Status Ranker::CheckNames(const std::string& job, const std::map<std::stri
 
 void Ranker::IndexRunning() {
   running_on_link_.resize(request_.links.size());
+  // Each job's (link index, share) entries with a share, names looked up
+  // once (CheckNames' error for the first job, in name order, that has an
+  // unknown name).
+  std::vector<std::pair<size_t, std::vector<std::pair<size_t, double>>>> resolved;
+  resolved.reserve(request_.running.links.size());
   for (const auto& [job, job_links] : request_.running.links) {
-    if (absl::Status s = CheckNames(job, job_links); !s.ok()) {
-      running_error_ = std::move(s);
+    auto j = job_index_.find(job);
+    std::vector<std::pair<size_t, double>> on;
+    on.reserve(job_links.size());
+    bool known = j != job_index_.end();
+    for (auto it = job_links.begin(); known && it != job_links.end(); ++it) {
+      auto l = link_index_.find(it->first);
+      known = l != link_index_.end();
+      if (known && it->second > 0) on.emplace_back(l->second, it->second);
+    }
+    if (!known) {
+      running_error_ = CheckNames(job, job_links);
       running_error_job_ = job;
       return;
     }
-    running_jobs_.push_back(job_index_.at(job));
+    running_jobs_.push_back(j->second);
+    resolved.emplace_back(j->second, std::move(on));
   }
+  // Per link in ascending job index.
+  std::sort(resolved.begin(), resolved.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::sort(running_jobs_.begin(), running_jobs_.end());
-  for (size_t j : running_jobs_) {
-    const Job& job = request_.jobs[j];
-    if (MeanGbps(job.profile) <= 0) continue;
-    for (const auto& [link, share] : request_.running.links.at(job.id)) {
-      if (share > 0) running_on_link_[link_index_.at(link)].emplace_back(j, share);
-    }
+  for (const auto& [j, on] : resolved) {
+    if (MeanGbps(request_.jobs[j].profile) <= 0) continue;
+    for (const auto& [l, share] : on) running_on_link_[l].emplace_back(j, share);
   }
   for (size_t l = 0; l < running_on_link_.size(); ++l) {
     if (running_on_link_[l].size() >= 2) running_contended_.push_back(l);
@@ -795,7 +812,7 @@ absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limit
   if (limits.deadline_ms == 0) return absl::InvalidArgumentError("limits.deadline_ms: must be > 0");
   // Per contended link of every candidate: each job's circle (<= max_bins) and
   // pattern (<= min(max_bins, its period in quanta)). Names only, no solving.
-  std::unordered_map<std::string_view, uint64_t> pattern_bins;
+  absl::flat_hash_map<std::string_view, uint64_t> pattern_bins;
   for (const Job& job : request.jobs) {
     const uint64_t q = o.circle.quantum_us;
     pattern_bins[job.id] = std::min<uint64_t>(o.circle.max_bins, QuantizedPeriodUs(job.profile.period_us,
@@ -804,7 +821,7 @@ absl::Status CheckRankLimits(const RankRequest& request, const RankLimits& limit
   // Links by index (the request's links first, then names only candidates
   // or running give, which Rank rejects): one lookup per share and no
   // allocation per candidate.
-  std::unordered_map<std::string_view, size_t> link_index;
+  absl::flat_hash_map<std::string_view, size_t> link_index;
   link_index.reserve(request.links.size());
   for (size_t l = 0; l < request.links.size(); ++l) link_index.emplace(request.links[l].id, link_index.size());
   std::vector<std::string_view> link_name;
