@@ -78,7 +78,7 @@ std::string CommitView(const v1::RankReply& reply, const placer::Ranking& rankin
     kept.set_candidate(c.candidate());
     kept.set_score(c.score());
     *kept.mutable_shifts() = c.shifts();
-    const std::vector<placer::LinkResult>& links = ranking.ranked[static_cast<size_t>(i)].links;
+    const placer::LinkResults& links = ranking.ranked[static_cast<size_t>(i)].links;
     kept.mutable_links()->Reserve(static_cast<int>(links.size()));
     for (const placer::LinkResult& l : links) {
       v1::LinkResult& link = *kept.add_links();

@@ -246,8 +246,8 @@ class Ranker {
   // A link only running jobs load, solved once per request.
   absl::StatusOr<std::shared_ptr<const LinkSolve>> SolveRunningLink(size_t l);
   // The result of running_pinned_ link l at the pins, built once per request
-  // (SolveRunningLink(l) has succeeded).
-  const LinkResult& FixedResult(size_t l);
+  // and shared by every candidate (SolveRunningLink(l) has succeeded).
+  const std::shared_ptr<const LinkResult>& FixedResult(size_t l);
 
   const RankRequest& request_;
   std::function<bool()> out_of_time_;
@@ -270,7 +270,7 @@ class Ranker {
   std::vector<size_t> running_contended_;  // links two or more running jobs load, ascending
   std::vector<char> running_pinned_;       // by link: running_contended_ whose every job is pinned
   // Their results, at the pins, by link (FixedResult).
-  std::unordered_map<size_t, LinkResult> fixed_results_;
+  std::unordered_map<size_t, std::shared_ptr<const LinkResult>> fixed_results_;
   std::unordered_map<size_t, std::shared_ptr<const LinkSolve>> running_solves_;
   // Jointly solved components of running-only links, by their links (request
   // indices, ascending): the component's shifts by request job index.
@@ -399,12 +399,11 @@ absl::StatusOr<std::shared_ptr<const LinkSolve>> Ranker::SolveRunningLink(size_t
   return solve;
 }
 
-const LinkResult& Ranker::FixedResult(size_t l) {
+const std::shared_ptr<const LinkResult>& Ranker::FixedResult(size_t l) {
   auto [it, fresh] = fixed_results_.try_emplace(l);
-  LinkResult& r = it->second;
-  if (!fresh) return r;
+  if (!fresh) return it->second;
   const LinkSolve& solve = *running_solves_.at(l);
-  r = UnscoredResult(request_.links[l], solve);
+  LinkResult r = UnscoredResult(request_.links[l], solve);
   const std::vector<std::pair<size_t, double>>& on_link = running_on_link_[l];
   std::vector<uint32_t> s(on_link.size());
   for (size_t p = 0; p < on_link.size(); ++p) {
@@ -414,7 +413,8 @@ const LinkResult& Ranker::FixedResult(size_t l) {
     r.rounding_error_us.push_back(solve.circle.jobs[p].rounding_error_us);
   }
   r.score = ScoreAt(solve, s);
-  return r;
+  it->second = std::make_shared<const LinkResult>(std::move(r));
+  return it->second;
 }
 
 absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
@@ -600,10 +600,10 @@ absl::StatusOr<RankedCandidate> Ranker::Evaluate(const Candidate& candidate) {
   out.links.reserve(listed.size());
   for (const Listed& entry : listed) {
     if (entry.fixed) {
-      const LinkResult& r = FixedResult(entry.link);
-      out.exact &= r.exact;
-      sum += r.score;
-      out.min_link_score = std::min(out.min_link_score, r.score);
+      const std::shared_ptr<const LinkResult>& r = FixedResult(entry.link);
+      out.exact &= r->exact;
+      sum += r->score;
+      out.min_link_score = std::min(out.min_link_score, r->score);
       out.links.push_back(r);
       continue;
     }

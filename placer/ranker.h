@@ -9,11 +9,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <boost/iterator/indirect_iterator.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -152,6 +156,38 @@ struct LinkResult {
   std::vector<int64_t> rounding_error_us;
 };
 
+// A candidate's link results, read as a vector of LinkResult. Each result is
+// held shared and immutable: a link that only pinned running jobs load has
+// the same result in every candidate of a ranking, kept once (at 10,000
+// servers 8,000 of them per candidate, which copies made a fifth of
+// phasord's ranking time).
+class LinkResults {
+ public:
+  using value_type = LinkResult;
+  using const_iterator =
+      boost::indirect_iterator<std::vector<std::shared_ptr<const LinkResult>>::const_iterator>;
+  using iterator = const_iterator;
+
+  LinkResults() = default;
+  LinkResults(std::initializer_list<LinkResult> links) {
+    for (const LinkResult& l : links) push_back(l);
+  }
+  void push_back(LinkResult link) { links_.push_back(std::make_shared<const LinkResult>(std::move(link))); }
+  void push_back(std::shared_ptr<const LinkResult> link) { links_.push_back(std::move(link)); }
+  void reserve(size_t n) { links_.reserve(n); }
+  size_t size() const { return links_.size(); }
+  bool empty() const { return links_.empty(); }
+  const LinkResult& operator[](size_t i) const { return *links_[i]; }
+  const LinkResult& at(size_t i) const { return *links_.at(i); }
+  const LinkResult& front() const { return *links_.front(); }
+  const LinkResult& back() const { return *links_.back(); }
+  const_iterator begin() const { return const_iterator(links_.begin()); }
+  const_iterator end() const { return const_iterator(links_.end()); }
+
+ private:
+  std::vector<std::shared_ptr<const LinkResult>> links_;
+};
+
 struct RankedCandidate {
   std::string candidate;
   double score = 1;           // mean of the contended links' achieved scores (1 when none)
@@ -161,7 +197,7 @@ struct RankedCandidate {
   // optimum (always so on trees; on loops when the links agree).
   bool exact = false;
   std::vector<std::pair<std::string, uint32_t>> shifts_us;  // per job, request order
-  std::vector<LinkResult> links;                            // contended links, request order
+  LinkResults links;                                         // contended links, request order
   // The candidate's rank orders (Candidate::rank_order) and who proposed it.
   std::map<std::string, std::vector<std::string>> rank_order;
   bool proposed_by_phasor = false;

@@ -339,7 +339,9 @@ TEST(RankingPolicyTest, AGainOfTheChoiceNeedsNoTrustInTheShifts) {
   request.candidates.insert(request.candidates.begin(),
                             {.id = "narrow", .links = {{"j0", {{"l3", 1}}}, {"j1", {{"l3", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
   RankedCandidate narrow = Ranked("narrow", 0.3, {"l3"});
-  narrow.links[0].capacity_gbps = 15;
+  LinkResult on_l3 = narrow.links[0];
+  on_l3.capacity_gbps = 15;
+  narrow.links = {on_l3};
   // "tight" (l1, 22 Gbit/s: headroom 0.09 < 0.1) against the host's first on
   // l3 (15 Gbit/s): random-phase scores 1 - 12.08/22 against 1 - 14.6/15.
   EXPECT_NEAR(RandomPhaseScore(request, request.candidates[0], narrow.links[0]), 1 - 14.6 / 15, 1e-12);
