@@ -1,9 +1,10 @@
 #include "placer/candidate_routing.h"
 
+#include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "placer/candidates.h"
 #include "placer/ring_order.h"
@@ -15,11 +16,13 @@ namespace phasor::placer {
 
 void RouteCandidates(const topology::Topology& fabric, const topology::Router& router,
                      RankRequest& request, std::vector<RejectedCandidate>& unrouted, RoutedRunning* routed) {
-  // The links the request defines so far (a hash set: at 10,000 servers
-  // thousands, inserted per request, where a tree's string compares showed).
-  absl::flat_hash_set<std::string> defined;
-  defined.reserve(request.links.size());
-  for (const Link& link : request.links) defined.insert(link.id);
+  // The fabric's links the request defines so far, by link index (routed
+  // rings name only the fabric's links; at 10,000 servers a hundred
+  // thousand of their entries per request, where a name lookup each showed).
+  std::vector<char> defined(fabric.links().size(), 0);
+  for (const Link& link : request.links) {
+    if (std::optional<topology::LinkIndex> l = fabric.FindLink(link.id)) defined[*l] = 1;
+  }
 
   // The running part is routed once for every candidate (by the caller when
   // it gives `routed`). A job given in both of its forms is left for
@@ -78,23 +81,26 @@ void RouteCandidates(const topology::Topology& fabric, const topology::Router& r
       unrouted.push_back(RejectedCandidate{candidate.id, std::move(reason)});
       continue;
     }
-    // New links in the order the candidate and running together name them.
-    auto add_links = [&](const topology::LinkShareMap& links) {
-      for (const auto& [link, share] : links) {
-        if (defined.insert(link).second) {
-          request.links.push_back(Link{link, fabric.link(*fabric.FindLink(link)).capacity_gbps});
+    // New links in the order the candidate and running together name them
+    // (a ring's links by index are in the order of their ids).
+    auto add_links = [&](const topology::Router::RingShares& ring) {
+      for (const auto& [link, share] : ring.by_index) {
+        if (!defined[link]) {
+          defined[link] = 1;
+          const topology::Link& l = fabric.link(link);
+          request.links.push_back(Link{l.id, l.capacity_gbps});
         }
       }
     };
     // The running jobs' links are all defined once the first candidate kept
     // named them: later candidates add only their own.
-    auto theirs = running_links_defined ? running_routed.shares.end() : running_routed.shares.begin();
+    auto theirs = running_links_defined ? running_routed.rings.end() : running_routed.rings.begin();
     for (auto& [job, links] : own.shares) {
-      for (; theirs != running_routed.shares.end() && theirs->first < job; ++theirs) add_links(theirs->second);
-      add_links(links);
+      for (; theirs != running_routed.rings.end() && theirs->first < job; ++theirs) add_links(*theirs->second);
+      add_links(*own.rings.at(job));
       candidate.links[job] = std::move(links);
     }
-    for (; theirs != running_routed.shares.end(); ++theirs) add_links(theirs->second);
+    for (; theirs != running_routed.rings.end(); ++theirs) add_links(*theirs->second);
     running_links_defined = true;
     for (auto& [job, list] : candidate.servers) {
       if (!pinned.contains(job)) candidate.rank_order[job] = std::move(list);
