@@ -288,9 +288,19 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   // The request as ranked (options aside): server-form candidates routed to
   // link shares, so that a commit records the links each job loads, and the
   // jobs' profiles and links' capacities, which a commit keeps.
-  google::protobuf::Arena arena;  // its hundred thousand running shares at 10,000 servers, freed at once
+  // The running jobs routed here leave it for a moment: their entries are
+  // appended serialized (running_entries_), as protobuf parses concatenated
+  // serializations as one message, merged.
+  std::map<std::string, std::map<std::string, double>> routed_links;
+  if (routed_running && routed_running->routed && routed_running->failed_job.empty()) {
+    for (const auto& [job, ring] : routed_running->rings) {
+      if (auto node = request->running.links.extract(job)) routed_links.insert(std::move(node));
+    }
+  }
+  google::protobuf::Arena arena;
   v1::RankRequest& as_ranked = *google::protobuf::Arena::CreateMessage<v1::RankRequest>(&arena);
   protocol::ToProto(*request, as_ranked);
+  request->running.links.merge(routed_links);
   as_ranked.clear_options();
   // The servers of server-form candidates, in the rank order the router
   // chose, beside the routed links, so that a commit records where each job
@@ -313,6 +323,22 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   prepared.ranking_id = next_ranking_id_++;
   prepared.request = *std::move(request);
   prepared.candidates = as_ranked.SerializeAsString();
+  if (routed_running && routed_running->routed && routed_running->failed_job.empty()) {
+    std::map<std::string, RunningEntry> entries;
+    for (const auto& [job, ring] : routed_running->rings) {
+      RunningEntry& entry = entries[job];
+      if (auto kept = running_entries_.find(job); kept != running_entries_.end() && kept->second.ring == ring) {
+        entry = std::move(kept->second);
+      } else {
+        v1::RankRequest one;
+        v1::LinkShares& shares = (*one.mutable_running()->mutable_links())[job];
+        for (const auto& [link, share] : ring->by_id) (*shares.mutable_shares())[link] = share;
+        entry = {ring, one.SerializeAsString()};
+      }
+      prepared.candidates += entry.bytes;
+    }
+    running_entries_ = std::move(entries);
+  }
   return prepared;
 }
 

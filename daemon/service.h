@@ -180,6 +180,16 @@ class Service {
     std::unique_ptr<placer::PackingCounts> counts;
   };
   std::unique_ptr<Packing> packing_;
+  // The routed running jobs' entries of the request as ranked (a
+  // RankRequest holding only running.links[job], serialized), by job, while
+  // the router keeps the same ring: at 10,000 servers a request's running
+  // part is a hundred thousand link shares, and the same jobs run from one
+  // request to the next. Only the last request's jobs are kept (PrepareRank).
+  struct RunningEntry {
+    std::shared_ptr<const topology::Router::RingShares> ring;
+    std::string bytes;
+  };
+  std::map<std::string, RunningEntry> running_entries_;
 
   // State mirrored from the database.
   std::map<std::string, StoredOffset> offsets_;
