@@ -288,12 +288,15 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   // The request as ranked (options aside): server-form candidates routed to
   // link shares, so that a commit records the links each job loads, and the
   // jobs' profiles and links' capacities, which a commit keeps.
-  // The running jobs routed here leave it for a moment: their entries are
-  // appended serialized (running_entries_), as protobuf parses concatenated
-  // serializations as one message, merged.
+  // The running jobs routed here (RouteCandidates moved their shares into
+  // request->running.links) leave it for a moment: their entries are
+  // appended serialized (StoredRunningEntries), as protobuf parses
+  // concatenated serializations as one message, merged.
+  const placer::RoutedRunning* routed =
+      routed_running && routed_running->routed && routed_running->failed_job.empty() ? &*routed_running : nullptr;
   std::map<std::string, std::map<std::string, double>> routed_links;
-  if (routed_running && routed_running->routed && routed_running->failed_job.empty()) {
-    for (const auto& [job, ring] : routed_running->rings) {
+  if (routed != nullptr) {
+    for (const auto& [job, ring] : routed->rings) {
       if (auto node = request->running.links.extract(job)) routed_links.insert(std::move(node));
     }
   }
@@ -323,23 +326,27 @@ absl::StatusOr<PreparedRanking> Service::PrepareRank(const v1::RankRequest& req,
   prepared.ranking_id = next_ranking_id_++;
   prepared.request = *std::move(request);
   prepared.candidates = as_ranked.SerializeAsString();
-  if (routed_running && routed_running->routed && routed_running->failed_job.empty()) {
-    std::map<std::string, RunningEntry> entries;
-    for (const auto& [job, ring] : routed_running->rings) {
-      RunningEntry& entry = entries[job];
-      if (auto kept = running_entries_.find(job); kept != running_entries_.end() && kept->second.ring == ring) {
-        entry = std::move(kept->second);
-      } else {
-        v1::RankRequest one;
-        v1::LinkShares& shares = (*one.mutable_running()->mutable_links())[job];
-        for (const auto& [link, share] : ring->by_id) (*shares.mutable_shares())[link] = share;
-        entry = {ring, one.SerializeAsString()};
-      }
-      prepared.candidates += entry.bytes;
-    }
-    running_entries_ = std::move(entries);
-  }
+  if (routed != nullptr) prepared.candidates += StoredRunningEntries(*routed);
   return prepared;
+}
+
+std::string Service::StoredRunningEntries(const placer::RoutedRunning& routed) {
+  std::string out;
+  std::map<std::string, RunningEntry> entries;
+  for (const auto& [job, ring] : routed.rings) {
+    RunningEntry& entry = entries[job];
+    if (auto kept = running_entries_.find(job); kept != running_entries_.end() && kept->second.ring == ring) {
+      entry = std::move(kept->second);
+    } else {
+      v1::RankRequest one;
+      v1::LinkShares& shares = (*one.mutable_running()->mutable_links())[job];
+      for (const auto& [link, share] : ring->by_id) (*shares.mutable_shares())[link] = share;
+      entry = {ring, one.SerializeAsString()};
+    }
+    out += entry.bytes;
+  }
+  running_entries_ = std::move(entries);
+  return out;
 }
 
 absl::StatusOr<SolvedRanking> Service::Solve(const PreparedRanking& prepared, SteadyTime now) {

@@ -45,6 +45,7 @@
 #include "daemon/config.h"
 #include "daemon/metrics.h"
 #include "daemon/state_store.h"
+#include "placer/candidates.h"
 #include "placer/packing.h"
 #include "placer/ranker.h"
 #include "placer/ranking_policy.h"
@@ -190,6 +191,11 @@ class Service {
     std::string bytes;
   };
   std::map<std::string, RunningEntry> running_entries_;
+  // The routed running jobs' entries of the stored request, serialized (a
+  // RankRequest's running.links entry each, appended to the request as
+  // ranked), from running_entries_ where their ring is the same; keeps
+  // these jobs' entries only.
+  std::string StoredRunningEntries(const placer::RoutedRunning& routed);
 
   // State mirrored from the database.
   std::map<std::string, StoredOffset> offsets_;
