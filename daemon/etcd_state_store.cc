@@ -275,6 +275,8 @@ absl::Status EtcdStateStore::PutRanking(const StoredRanking& r, uint64_t keep) {
   const std::string value =
       Encode({{"t", r.created_epoch_us}, {"reply", Bin(r.reply)}, {"cand", Bin(r.candidates)}});
   if (value.size() > kMaxBytesPerTxn) {
+    oversized_[r.id] = value.size();
+    while (oversized_.size() > kRecentRankings) oversized_.erase(oversized_.begin());
     return absl::ResourceExhaustedError(
         absl::StrCat("state_store: ranking ", r.id, " takes ", value.size(), " bytes, above the ",
                      kMaxBytesPerTxn, " one etcd write may hold: not kept"));
@@ -328,6 +330,12 @@ absl::StatusOr<StoredRanking> EtcdStateStore::GetRanking(uint64_t id) {
   absl::StatusOr<std::vector<EtcdKv>> kvs = client_->Range(RankingKey(id));
   if (!kvs.ok()) return kvs.status();
   if (kvs->empty()) {
+    if (auto big = oversized_.find(id); big != oversized_.end()) {
+      return absl::NotFoundError(absl::StrCat("ranking_id: ranking ", id, " was not kept: its ", big->second,
+                                              " bytes are above the ", kMaxBytesPerTxn,
+                                              " one etcd write may hold (fewer candidates or running jobs "
+                                              "make it smaller)"));
+    }
     return absl::NotFoundError(
         absl::StrCat("ranking_id: ranking ", id, " is unknown (never made or pruned)"));
   }

@@ -134,6 +134,9 @@ class EtcdStateStore final : public StateStore {
   std::deque<KeptRanking> kept_;
   uint64_t kept_bytes_ = 0;
   std::map<uint64_t, StoredRanking> recent_;  // the newest rankings, also while queued
+  // The newest rankings too large for one etcd write, with their sizes: a
+  // commit of one is told why it is not found (at most kRecentRankings).
+  std::map<uint64_t, size_t> oversized_;
   std::map<std::string, uint64_t> markers_;
   std::map<std::string, std::deque<uint64_t>> link_seqs_;
   uint64_t next_seq_ = 1;

@@ -31,6 +31,8 @@ std::string Help(const std::string& name) {
       {"phasord_realignments_total", "Offsets re-sent because a job's observed phase drifted (closed loop)."},
       {"phasord_rankings_dropped_total",
        "RankRequests answered without a solve: queue_full (max_queued_rankings) or time (waited past their time)."},
+      {"phasord_rankings_not_kept_total",
+       "Rankings answered but too large for the state store to keep (one etcd write): their commits are NOT_FOUND."},
       {"phasord_curve_refused_total", "CURVE handshakes refused (client key not in the allow-list)."},
       {"phasord_link_score", "Latest score per link (source: commit = predicted, probe = observed)."},
       {"phasord_link_excess", "Latest mean excess over capacity per link, as a fraction of capacity."},

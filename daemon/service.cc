@@ -392,7 +392,15 @@ absl::Status Service::RecordRanking(const PreparedRanking& prepared, const Solve
   metrics_->ObserveSolveSeconds(solved.reply.solve_seconds());
   metrics_->Increment("phasord_policy_decisions_total", {{"decision", PolicyOutcome(prepared, solved.reply)}});
   StoredRanking stored{prepared.ranking_id, clock_(), solved.commit_view, prepared.candidates};
-  if (absl::Status s = store_->PutRanking(stored, options_.keep_rankings); !s.ok()) {
+  absl::Status s = store_->PutRanking(stored, options_.keep_rankings);
+  if (absl::IsResourceExhausted(s)) {
+    // Too large for the store to keep (one etcd write): the host still gets
+    // its order; a commit of it is NOT_FOUND saying why.
+    spdlog::warn("phasord: {}", std::string(s.message()));
+    metrics_->Increment("phasord_rankings_not_kept_total");
+    return absl::OkStatus();
+  }
+  if (!s.ok()) {
     spdlog::error("phasord: cannot store ranking {}: {}", prepared.ranking_id, std::string(s.message()));
     return StoreFailure(s);
   }

@@ -26,6 +26,8 @@
 #include "absl/strings/str_join.h"
 #include "daemon/etcd_client.h"
 #include "daemon/etcd_state_store.h"
+#include "daemon/metrics.h"
+#include "daemon/service.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
@@ -289,6 +291,76 @@ TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
   EXPECT_TRUE(old_store->fenced());
   auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", next->revision});
   EXPECT_EQ((*store->LoadOffsets())[0].shift_us, 10u);
+}
+
+// A ranking larger than one etcd write (at 10,000 servers every ranking of a
+// server-form request: about 5 MiB) is answered all the same, and not kept:
+// its commit is NOT_FOUND saying why, and the store takes the next one.
+TEST_F(EtcdTest, ARankingTooLargeToKeepIsAnsweredAndItsCommitSaysWhy) {
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.WaitReady());
+  daemon::EtcdOptions o;
+  o.endpoints = etcd.endpoints();
+  o.prefix = "/big";
+  daemon::EtcdClient c(o.endpoints, 1000);
+  absl::StatusOr<daemon::EtcdTxnResult> lead =
+      c.Txn({{"/big/leader", 0}}, {daemon::EtcdOp::Put("/big/leader", "me")});
+  ASSERT_TRUE(lead.ok() && lead->succeeded);
+  absl::StatusOr<std::unique_ptr<daemon::EtcdStateStore>> store =
+      daemon::EtcdStateStore::Open(o, {"/big/leader", lead->revision});
+  ASSERT_TRUE(store.ok()) << store.status();
+  daemon::DaemonOptions options;
+  options.allow_plain = true;
+  daemon::Metrics metrics;
+  absl::StatusOr<std::unique_ptr<daemon::Service>> service = daemon::Service::Open(
+      options, &metrics, [] { return int64_t{1'700'000'000'000'000}; }, [](const v1::OffsetUpdate&) {},
+      *std::move(store));
+  ASSERT_TRUE(service.ok()) << service.status();
+
+  // Two jobs sharing 20,000 links: about 2 MiB as stored.
+  auto request = [](size_t links) {
+    v1::RankRequest r;
+    for (const char* id : {"a", "b"}) {
+      v1::Job& j = *r.add_jobs();
+      j.set_id(id);
+      j.mutable_profile()->set_period_us(100000);
+      j.mutable_profile()->mutable_square()->set_up_us(30000);
+      j.mutable_profile()->mutable_square()->set_up_gbps(60);
+    }
+    v1::Candidate& cand = *r.add_candidates();
+    cand.set_id("c");
+    for (size_t l = 0; l < links; ++l) {
+      const std::string id = absl::StrCat("leaf-", l, "->spine-of-the-fabric");
+      v1::Link& link = *r.add_links();
+      link.set_id(id);
+      link.set_capacity_gbps(100);
+      for (const char* job : {"a", "b"}) (*(*cand.mutable_links())[job].mutable_shares())[id] = 1;
+    }
+    return r;
+  };
+  absl::StatusOr<v1::RankReply> big = (*service)->Rank(request(20000));
+  ASSERT_TRUE(big.ok()) << big.status();
+  ASSERT_EQ(big->ranked_size(), 1);
+  EXPECT_EQ(big->ranked(0).links_size(), 20000);
+  EXPECT_EQ(metrics.Value("phasord_rankings_not_kept_total", {}), 1);
+  v1::CommitPlacement commit;
+  commit.set_ranking_id(big->ranking_id());
+  commit.set_candidate("c");
+  absl::StatusOr<v1::CommitReply> refused = (*service)->Commit(commit);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(refused.status().message().find(absl::StrCat("ranking ", big->ranking_id(), " was not kept: its ")),
+            std::string_view::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("one etcd write may hold"), std::string_view::npos) << refused.status();
+
+  // A small one after it is kept and commits.
+  absl::StatusOr<v1::RankReply> small = (*service)->Rank(request(4));
+  ASSERT_TRUE(small.ok()) << small.status();
+  commit.set_ranking_id(small->ranking_id());
+  absl::StatusOr<v1::CommitReply> committed = (*service)->Commit(commit);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  EXPECT_EQ(committed->offsets_size(), 2);
+  EXPECT_EQ(metrics.Value("phasord_rankings_not_kept_total", {}), 1);
 }
 
 TEST_F(EtcdTest, AStandbyLeadsAfterTheLeaderIsKilledAndAStoppedLeaderWritesNothing) {
