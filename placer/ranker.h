@@ -179,6 +179,8 @@ class LinkResults {
   bool empty() const { return links_.empty(); }
   const LinkResult& operator[](size_t i) const { return *links_[i]; }
   const LinkResult& at(size_t i) const { return *links_.at(i); }
+  // The i-th result as held (the same object in every candidate that shares it).
+  const std::shared_ptr<const LinkResult>& held(size_t i) const { return links_[i]; }
   const LinkResult& front() const { return *links_.front(); }
   const LinkResult& back() const { return *links_.back(); }
   const_iterator begin() const { return const_iterator(links_.begin()); }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -112,6 +113,54 @@ TEST_F(ServiceTest, RankCommitAndOffsetsWithoutSockets) {
   EXPECT_EQ(offset->request_id(), 9u);
   EXPECT_EQ(offset->shift_us(), committed->offsets(0).shift_us());
   EXPECT_EQ(offset->origin_epoch_us(), now_us_);  // the epoch is the first start's clock
+}
+
+// Links only pinned running jobs load are the same in every candidate: the
+// stored ranking keeps them once, and a commit of any candidate still
+// records every link of it, those and its own.
+TEST_F(ServiceTest, ACommitRecordsTheLinksEveryCandidateSharesAndItsOwn) {
+  std::unique_ptr<Service> service = Open();
+  ASSERT_NE(service, nullptr);
+  placer::RankRequest r;
+  for (const char* l : {"l0", "l1", "l2"}) r.links.push_back({l, 100});
+  auto job = [](const char* id, uint32_t up_us) {
+    placer::Job j{id, {}, std::nullopt};
+    j.profile.period_us = 100000;
+    j.profile.square = placer::SquareWave{up_us, 60.0, 0, 0};
+    return j;
+  };
+  r.jobs = {job("r1", 40000), job("r2", 30000), job("n", 20000)};
+  r.jobs[0].pinned_shift_us = 0;
+  r.jobs[1].pinned_shift_us = 50000;
+  // r1 and r2 alone on l0 and l1; "apart" puts n on l2 (l0 and l1 fixed in
+  // both candidates' eyes but l1 not in "beside"'s), "beside" on l1.
+  r.running.links = {{"r1", {{"l0", 1}, {"l1", 1}}}, {"r2", {{"l0", 1}, {"l1", 1}}}};
+  r.candidates.push_back({.id = "apart", .links = {{"n", {{"l2", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
+  r.candidates.push_back({.id = "beside", .links = {{"n", {{"l1", 1}}}}, .servers = {}, .rank_order = {}, .proposed_by_phasor = false});
+  const v1::RankRequest full = protocol::ToProto(r);
+  absl::StatusOr<v1::RankReply> a = service->Rank(full);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->ranked_size(), 2);
+  for (const char* chosen : {"beside", "apart"}) {
+    v1::RankRequest order = full;
+    order.set_reply_detail(v1::RankRequest::ORDER);
+    absl::StatusOr<v1::RankReply> b = service->Rank(order);
+    ASSERT_TRUE(b.ok()) << b.status();
+    v1::CommitPlacement commit;
+    commit.set_ranking_id(b->ranking_id());
+    commit.set_candidate(chosen);
+    ASSERT_TRUE(service->Commit(commit).ok()) << chosen;
+    const v1::RankedCandidate& c =
+        a->ranked(0).candidate() == chosen ? a->ranked(0) : a->ranked(1);
+    ASSERT_EQ(c.candidate(), chosen);
+    std::set<std::string> links;
+    for (const v1::LinkResult& l : c.links()) {
+      links.insert(l.id());
+      EXPECT_EQ(metrics_.Value("phasord_link_score", {{"link", l.id()}, {"source", "commit"}}), l.score())
+          << chosen << " " << l.id();
+    }
+    EXPECT_EQ(links, (std::set<std::string>{"l0", "l1"})) << chosen;
+  }
 }
 
 TEST_F(ServiceTest, AnOrderReplyHasNoLinksAndCommitsAsAFullOne) {
