@@ -144,17 +144,25 @@ placer::RankRequest Request(const topology::Topology& fabric, int64_t job_server
 }
 
 // FNV-1a over `reply` serialized deterministically (map order fixed), its
-// solve time cleared, folded into `digest`.
-void FoldReply(v1::RankReply reply, uint64_t& digest) {
-  reply.clear_solve_seconds();
+// solve time cleared, folded into `digest`: candidate by candidate, so that
+// a FULL reply's copy does not add to the peak RSS the benchmark reports.
+void FoldBytes(const google::protobuf::MessageLite& m, uint64_t& digest) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
-    reply.SerializeToCodedStream(&coded);
+    m.SerializeToCodedStream(&coded);
   }
   for (unsigned char c : bytes) digest = (digest ^ c) * 0x100000001b3ULL;
+}
+void FoldReply(const v1::RankReply& reply, uint64_t& digest) {
+  for (const v1::RankedCandidate& c : reply.ranked()) FoldBytes(c, digest);
+  v1::RankReply rest;
+  rest.set_request_id(reply.request_id());
+  rest.set_ranking_id(reply.ranking_id());
+  *rest.mutable_rejected() = reply.rejected();
+  FoldBytes(rest, digest);
 }
 
 long PeakRssKib() {
