@@ -210,8 +210,10 @@ class FailoverTest(unittest.TestCase):
             request = phasor.decode(frames[2:])
             error = pb.Error(code=pb.Error.UNAVAILABLE, message="not the leader: a standby",
                              request_id=request.request_id, leader_endpoint=self.leader)
-            self.standby.send_multipart(frames[:2] + phasor.encode(error))
+            # Counted before the answer goes: the client may follow it and
+            # the test read the count before this thread runs again.
             self.refused += 1
+            self.standby.send_multipart(frames[:2] + phasor.encode(error))
 
     def tearDown(self):
         self.stop = True
