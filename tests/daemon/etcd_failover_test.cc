@@ -219,6 +219,20 @@ class EtcdTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::MakeTempDir(); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  // A store's options under `prefix` on `etcd`, and its leadership taken as
+  // phasord's election takes it (`prefix`/leader created); the key's
+  // revision fences the store's writes (0 when the key was taken already).
+  static daemon::EtcdOptions StoreOptions(const EtcdCluster& etcd, const std::string& prefix) {
+    daemon::EtcdOptions o;
+    o.endpoints = etcd.endpoints();
+    o.prefix = prefix;
+    return o;
+  }
+  static int64_t TakeLeadership(daemon::EtcdClient& c, const std::string& prefix, const std::string& who) {
+    const std::string key = prefix + "/leader";
+    absl::StatusOr<daemon::EtcdTxnResult> lead = c.Txn({{key, 0}}, {daemon::EtcdOp::Put(key, who)});
+    return lead.ok() && lead->succeeded ? lead->revision : 0;
+  }
   // Three phasords p0..p2 on `etcd`, their endpoints in `eps`; false when one
   // did not start.
   bool StartThree(EtcdCluster& etcd, std::vector<std::unique_ptr<Phasord>>& ps, std::vector<std::string>& eps) {
@@ -248,15 +262,12 @@ int LeaderIndex(const std::vector<std::unique_ptr<Phasord>>& ps, const std::set<
 TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
   EtcdCluster etcd(dir_, 1);
   ASSERT_TRUE(etcd.WaitReady());
-  daemon::EtcdOptions o;
-  o.endpoints = etcd.endpoints();
-  o.prefix = "/t";
+  const daemon::EtcdOptions o = StoreOptions(etcd, "/t");
   daemon::EtcdClient c(o.endpoints, 1000);
-  absl::StatusOr<daemon::EtcdTxnResult> lead =
-      c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "me")});
-  ASSERT_TRUE(lead.ok() && lead->succeeded);
+  const int64_t lead = TakeLeadership(c, "/t", "me");
+  ASSERT_GT(lead, 0);
   {
-    auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
+    auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead});
     EXPECT_EQ(*store->EpochOr(42), 42);
     EXPECT_EQ(*store->EpochOr(7), 42);
     ASSERT_TRUE(store->PutRanking({5, 100, "reply", "cands"}, 10).ok());
@@ -266,7 +277,7 @@ TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
     store->Flush();
   }
   {
-    auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
+    auto store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead});
     std::vector<daemon::StoredOffset> offsets = *store->LoadOffsets();
     ASSERT_EQ(offsets.size(), 1u);
     EXPECT_EQ(offsets[0].job, "job/1");
@@ -281,7 +292,7 @@ TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
     EXPECT_EQ(store->GetRanking(4).status().code(), absl::StatusCode::kNotFound);
   }
   // Another leadership: the old one's writes fail the fence and change nothing.
-  auto old_store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead->revision});
+  auto old_store = *daemon::EtcdStateStore::Open(o, {"/t/leader", lead});
   ASSERT_TRUE(c.Txn({}, {daemon::EtcdOp::Delete("/t/leader")}).ok());
   absl::StatusOr<daemon::EtcdTxnResult> next =
       c.Txn({{"/t/leader", 0}}, {daemon::EtcdOp::Put("/t/leader", "you")});
@@ -294,20 +305,17 @@ TEST_F(EtcdTest, TheStoreRoundTripsAndAFencedWriteChangesNothing) {
 }
 
 // A ranking larger than one etcd write (at 10,000 servers every ranking of a
-// server-form request: about 5 MiB) is answered all the same, and not kept:
+// server-form request: several MiB) is answered all the same, and not kept:
 // its commit is NOT_FOUND saying why, and the store takes the next one.
 TEST_F(EtcdTest, ARankingTooLargeToKeepIsAnsweredAndItsCommitSaysWhy) {
   EtcdCluster etcd(dir_, 1);
   ASSERT_TRUE(etcd.WaitReady());
-  daemon::EtcdOptions o;
-  o.endpoints = etcd.endpoints();
-  o.prefix = "/big";
+  const daemon::EtcdOptions o = StoreOptions(etcd, "/big");
   daemon::EtcdClient c(o.endpoints, 1000);
-  absl::StatusOr<daemon::EtcdTxnResult> lead =
-      c.Txn({{"/big/leader", 0}}, {daemon::EtcdOp::Put("/big/leader", "me")});
-  ASSERT_TRUE(lead.ok() && lead->succeeded);
+  const int64_t lead = TakeLeadership(c, "/big", "me");
+  ASSERT_GT(lead, 0);
   absl::StatusOr<std::unique_ptr<daemon::EtcdStateStore>> store =
-      daemon::EtcdStateStore::Open(o, {"/big/leader", lead->revision});
+      daemon::EtcdStateStore::Open(o, {"/big/leader", lead});
   ASSERT_TRUE(store.ok()) << store.status();
   daemon::DaemonOptions options;
   options.allow_plain = true;
